@@ -1,0 +1,82 @@
+# Automatic Differentiation from Scratch: set-up, book and tests.
+#   make book   set up on first run, then build the book into _build/html
+#   make test   set up on first run (plus the PyTorch/JAX oracles), then the whole suite
+# Set-up is idempotent: stamps in .venv record what is installed and are redone only when
+# the requirement files change.
+
+SHELL      := /bin/bash
+PYTHON     ?= python3
+VENV       := .venv
+BIN        := $(CURDIR)/$(VENV)/bin
+PY         := $(BIN)/python
+# nbgrader shells out to `alembic`, and jupyter-book to kernels: the venv's bin/ goes first.
+export PATH := $(BIN):$(PATH)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Tests and notebooks must not pick up a user's matplotlib GUI backend.
+export MPLBACKEND := Agg
+
+BASE_STAMP    := $(VENV)/.stamp-base
+ORACLE_STAMP  := $(VENV)/.stamp-oracles
+JOBS          ?= 2
+
+.PHONY: book test setup setup-test graphviz release autograde clean help
+
+help:
+	@echo "make book   - set up (first run) and build the book into _build/html"
+	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
+	@echo "make release, make autograde - instructor commands (see README)"
+
+setup: graphviz $(BASE_STAMP)
+setup-test: setup $(ORACLE_STAMP)
+
+graphviz:
+	@if command -v dot >/dev/null 2>&1; then \
+	  echo "==> graphviz: found $$(dot -V 2>&1)"; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "==> graphviz: 'dot' missing, installing the Debian package 'graphviz' with apt-get"; \
+	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz >/dev/null \
+	    || { echo "ERROR: apt-get could not install graphviz. Install it by hand (sudo apt-get install graphviz) and re-run."; exit 1; }; \
+	  echo "==> graphviz: installed $$(dot -V 2>&1)"; \
+	else \
+	  echo "ERROR: the Graphviz 'dot' program is missing and apt-get is not available on this machine."; \
+	  echo "       Install Graphviz with your system's package manager and re-run, e.g."; \
+	  echo "         macOS: brew install graphviz    Fedora: sudo dnf install graphviz"; \
+	  echo "         conda: conda install -c conda-forge graphviz    others: https://graphviz.org/download/"; \
+	  exit 1; \
+	fi
+
+$(BASE_STAMP): requirements.txt pyproject.toml
+	@echo "==> set-up: virtual environment in $(VENV) (Python: $$($(PYTHON) --version 2>&1))"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "==> set-up: installing the pinned book/grading stack from requirements.txt"
+	@$(PY) -m pip install -q -r requirements.txt
+	@echo "==> set-up: installing course_lib (editable) into $(VENV)"
+	@$(PY) -m pip install -q --no-deps -e .
+	@touch $@
+
+$(ORACLE_STAMP): requirements-oracles.txt $(BASE_STAMP)
+	@echo "==> set-up: installing the test oracles (PyTorch CPU, JAX) from requirements-oracles.txt"
+	@$(PY) -m pip install -q -r requirements-oracles.txt
+	@touch $@
+
+book: setup
+	@echo "==> book: building _build/html (strict: warnings are errors)"
+	@rm -rf _build/html _build/.doctrees
+	@time $(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "==> book: open _build/html/index.html"
+
+test: setup-test
+	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
+	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	  -o python_files='test_*.py' -q -rfEs
+
+release: setup
+	@echo "==> release: regenerating every student version in exercises/ from solutions/"
+	@for d in solutions/*/; do a=$$(basename $$d); echo "  - $$a"; \
+	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+
+clean:
+	rm -rf _build .pytest_cache
