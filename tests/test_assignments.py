@@ -1,0 +1,198 @@
+"""The nbgrader pipeline, end to end, for every assignment in ``solutions/``.
+
+For each assignment a throw-away course folder is made with the repository's
+``nbgrader_config.py`` and the source notebook; there nbgrader generates the student
+version and autogrades a small class of crafted submissions in one run:
+
+- ``solution``: the student version with every answer cell filled in from the source;
+- ``untouched``: the student version exactly as released;
+- ``mistake_<name>``: the solution with the answer cells of one typical mistake
+  (``tests/mistakes/<assignment>.py``) swapped in;
+- ``loop``: the solution whose first answer cell starts with an endless loop.
+
+Scores are read through nbgrader's Python API: its command line exits 0 even when
+grading goes wrong.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+# Short enough to keep the suite quick, long enough for every honest cell in the course.
+GRADING_TIMEOUT = 20
+
+
+def load_mistakes(assignment: str) -> dict:
+    path = ROOT / "tests" / "mistakes" / f"{assignment}.py"
+    if not path.exists():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"mistakes_{assignment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MISTAKES
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def answer_cells(nb) -> dict[str, nbformat.NotebookNode]:
+    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells
+            if nbgrader_meta(c).get("solution") and c.cell_type == "code"}
+
+
+def test_cells(nb) -> dict[str, nbformat.NotebookNode]:
+    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells if nbgrader_meta(c).get("grade")}
+
+
+def nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def fill_in(release, source, replace: dict[str, str]) -> nbformat.NotebookNode:
+    """The released notebook with answer cells taken from ``source`` or ``replace``."""
+    nb = nbformat.from_dict(json.loads(json.dumps(release)))
+    solved = answer_cells(source)
+    for grade_id, cell in answer_cells(nb).items():
+        cell.source = replace.get(grade_id, solved[grade_id].source)
+    return nb
+
+
+class GradedCourse:
+    """A temporary course in which one assignment was generated and autograded."""
+
+    def __init__(self, assignment: str, base: Path):
+        self.assignment = assignment
+        self.root = base / "course"
+        self.root.mkdir()
+        shutil.copy(ROOT / "nbgrader_config.py", self.root)
+        shutil.copytree(ROOT / "solutions" / assignment, self.root / "solutions" / assignment)
+        nbgrader("generate_assignment", assignment, "--force", cwd=self.root)
+
+        name = f"{assignment}.ipynb"
+        self.source = nbformat.read(self.root / "solutions" / assignment / name, as_version=4)
+        self.release = nbformat.read(self.root / "exercises" / assignment / name, as_version=4)
+        self.mistakes = load_mistakes(assignment)
+        first_answer, first_cell = next(iter(answer_cells(self.source).items()))
+        submissions = {
+            "solution": fill_in(self.release, self.source, {}),
+            "untouched": self.release,
+            "loop": fill_in(self.release, self.source,
+                            {first_answer: "while True:\n    pass\n" + first_cell.source}),
+        }
+        for mistake, spec in self.mistakes.items():
+            submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
+        for student, nb in submissions.items():
+            folder = self.root / "submitted" / student / assignment
+            folder.mkdir(parents=True)
+            nbformat.write(nb, folder / name)
+
+        nbgrader("autograde", assignment, f"--Execute.timeout={GRADING_TIMEOUT}", cwd=self.root)
+
+    def scores(self, student: str) -> tuple[float, float, dict[str, float]]:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+            submission = gb.find_submission(self.assignment, student)
+            notebook = submission.notebooks[0]
+            parts = {grade.name: grade.score for grade in notebook.grades}
+            return submission.score, submission.max_score, parts
+
+    def autograded(self, student: str) -> nbformat.NotebookNode:
+        path = self.root / "autograded" / student / self.assignment / f"{self.assignment}.ipynb"
+        return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(scope="module", params=ASSIGNMENTS)
+def course(request, tmp_path_factory) -> GradedCourse:
+    return GradedCourse(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def test_there_are_assignments():
+    assert ASSIGNMENTS, "no assignment found in solutions/<name>/<name>.ipynb"
+
+
+def test_regenerating_reproduces_exercises_byte_for_byte(course):
+    generated = course.root / "exercises" / course.assignment
+    committed = ROOT / "exercises" / course.assignment
+    files = sorted(p.relative_to(generated) for p in generated.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file()), \
+        "exercises/ differs from what nbgrader generates: run `make release` and commit the result"
+    for rel in files:
+        assert (generated / rel).read_bytes() == (committed / rel).read_bytes(), \
+            f"exercises/{course.assignment}/{rel} is stale or hand-edited: run `make release`"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_student_version_leaks_nothing(assignment):
+    for path in (ROOT / "exercises" / assignment).rglob("*.ipynb"):
+        text = path.read_text()
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+            assert marker not in text, f"{path} contains '{marker}'"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_assignment_is_well_formed(assignment):
+    """At least 3 graded parts; every test cell ends in an assert, not an expression
+    (nbgrader reads a numeric last expression as partial credit); a typical mistake exists."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    tests = test_cells(nb)
+    assert len(tests) >= 3, f"{assignment} has {len(tests)} graded test cells, the course wants at least 3"
+    for grade_id, cell in tests.items():
+        visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        assert visible.strip(), f"{grade_id}: keep at least one visible line in every test cell"
+        body = ast.parse(cell.source).body
+        assert body and not isinstance(body[-1], ast.Expr), \
+            f"{grade_id}: the last statement is an expression; end test cells with asserts"
+    assert load_mistakes(assignment), f"tests/mistakes/{assignment}.py must list a typical mistake"
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert "COURSE_LIB" in first.source, "the first code cell must be the course_lib set-up cell"
+
+
+def test_solution_scores_full_marks(course):
+    score, max_score, parts = course.scores("solution")
+    assert max_score > 0
+    assert score == max_score, f"solution lost points: {parts}"
+
+
+def test_untouched_student_version_scores_zero(course):
+    score, max_score, parts = course.scores("untouched")
+    assert score == 0, f"the untouched student version earned points: {parts}"
+
+
+def test_typical_mistakes_score_partial_credit(course):
+    assert course.mistakes
+    for mistake, spec in course.mistakes.items():
+        student = f"mistake_{mistake}"
+        score, max_score, parts = course.scores(student)
+        assert 0 < score < max_score, f"{mistake}: {score}/{max_score} is not partial credit ({parts})"
+        failed = {name for name, points in parts.items() if points == 0}
+        assert failed == set(spec["fails"]), f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
+        graded = test_cells(course.autograded(student))
+        shown = "".join(str(out.get("evalue", "")) + "".join(out.get("traceback", []))
+                        for grade_id in spec["fails"] for out in graded[grade_id].outputs)
+        assert spec["message"] in shown, \
+            f"{mistake}: the failing test should tell the student '{spec['message']}', it showed: {shown[:500]}"
+
+
+def test_endless_loop_costs_one_part_only(course):
+    score, max_score, parts = course.scores("loop")
+    first_test = next(iter(test_cells(course.source)))
+    assert parts[first_test] == 0, "the part whose code never finishes must score zero"
+    assert score > 0, f"the other parts must still be graded after a time-out: {parts}"
