@@ -13,8 +13,9 @@ PY         := $(BIN)/python
 export PATH := $(BIN):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-# Tests and notebooks must not pick up a user's matplotlib GUI backend.
-export MPLBACKEND := Agg
+# MPLBACKEND is deliberately not set: kernels inherit it, and with Agg a notebook's
+# plt.show() displays nothing. Inline figures come from the kernel's default backend.
+unexport MPLBACKEND
 
 BASE_STAMP    := $(VENV)/.stamp-base
 ORACLE_STAMP  := $(VENV)/.stamp-oracles

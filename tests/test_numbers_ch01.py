@@ -1,0 +1,130 @@
+"""Chapter 1, *Derivatives three ways*: the plan's numbers, computed by course_lib, and
+the executed notebook really printing them.
+
+f(x) = x^3 - 10x^2 + 5x - 2 at x0 = 6: f = -116, f' = -7.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course_lib.check import numerical_grad
+from course_lib.forward import Dual, derivative
+from course_lib.scalar import Value
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "01_derivatives_three_ways.ipynb"
+X0 = 6.0
+
+
+def f(x):
+    return x**3 - 10 * x**2 + 5 * x - 2
+
+
+def test_value_of_the_running_example():
+    assert f(X0) == -116.0
+
+
+def test_analytic_derivative_is_minus_seven():
+    assert 3 * X0**2 - 20 * X0 + 5 == -7.0
+
+
+def test_numerical_grad_gives_minus_seven():
+    # central differences with eps = 1e-6: truncation 1e-12, round-off ~ 1e-8
+    assert abs(numerical_grad(f, X0) - (-7.0)) < 1e-6
+
+
+def test_dual_numbers_give_value_and_derivative():
+    y = f(Dual(X0, 1.0))
+    assert abs(y.primal - (-116.0)) < 1e-12
+    assert abs(y.tangent - (-7.0)) < 1e-12
+    assert abs(derivative(f, X0) - (-7.0)) < 1e-12
+
+
+def test_value_backward_gives_minus_seven():
+    x = Value(X0)
+    y = f(x)
+    y.backward()
+    assert abs(y.data - (-116.0)) < 1e-12
+    assert abs(x.grad - (-7.0)) < 1e-12
+
+
+def observed_order(estimate, h: float) -> float:
+    """log10 of the error ratio between the steps h and h / 10."""
+    return math.log10(abs(estimate(h) + 7.0) / abs(estimate(h / 10) + 7.0))
+
+
+@pytest.mark.parametrize("h", [1e-1, 1e-2])
+def test_forward_difference_is_first_order(h):
+    forward = lambda s: (f(X0 + s) - f(X0)) / s
+    assert abs(observed_order(forward, h) - 1.0) < 0.05
+
+
+@pytest.mark.parametrize("h", [1e-1, 1e-2])
+def test_central_difference_is_second_order(h):
+    central = lambda s: numerical_grad(f, X0, eps=s)
+    assert abs(observed_order(central, h) - 2.0) < 0.05
+
+
+def test_central_difference_of_the_cubic_is_exactly_minus_seven_plus_h_squared():
+    for h in (1.0, 0.1):
+        assert numerical_grad(f, X0, eps=h) == pytest.approx(-7.0 + h**2, abs=1e-12)
+
+
+# ---- the executed notebook -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def notebook():
+    return nbformat.read(NOTEBOOK, as_version=4)
+
+
+def tagged(nb, tag: str):
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert cells, f"no cell tagged {tag!r} in {NOTEBOOK.name}"
+    return cells
+
+
+def printed(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+
+
+@pytest.mark.parametrize("tag, expected", [
+    ("ch01-value", ["f(6) = -116"]),
+    ("ch01-analytic", ["f'(6) = -7"]),
+    ("ch01-numerical", ["numerical_grad(f, 6) = -7.000000"]),
+    ("ch01-dual", ["primal=-116.0", "tangent=-7.0", "derivative(f, 6) = -7.0"]),
+    ("ch01-reverse", ["y.data = -116.0", "x.grad = -7.0"]),
+    ("ch01-table", ["-6.19000000", "-6.99000000"]),
+])
+def test_notebook_prints_the_numbers(notebook, tag, expected):
+    text = "".join(printed(cell) for cell in tagged(notebook, tag))
+    for piece in expected:
+        assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
+
+
+def test_notebook_counts_n_plus_1_and_2n_evaluations(notebook):
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", printed(tagged(notebook, "ch01-counts")[0]), re.M)
+    assert len(rows) >= 5
+    for n, forward, central, reverse in (map(int, row) for row in rows):
+        assert (forward, central, reverse) == (n + 1, 2 * n, 2)
+
+
+def test_teaching_version_agrees_with_course_lib(notebook):
+    namespace = {"np": np}
+    for cell in tagged(notebook, "teaching-version"):
+        exec(cell.source, namespace)
+    forward_gradient = namespace["forward_gradient"]
+
+    def g(x):
+        return sum(f(xi) for xi in x)
+
+    x = np.array([6.0, 1.0, -2.5, 0.3])
+    expected = numerical_grad(g, x)
+    assert np.allclose(forward_gradient(g, x), expected, atol=1e-4)
+    assert np.allclose(forward_gradient(g, x, h=1e-3), expected, atol=1e-1)
+    # for the cubic the forward difference at 6 is exactly -7 + 8h + h**2
+    assert forward_gradient(g, np.array([X0]), h=0.1)[0] == pytest.approx(-6.19, abs=1e-9)
