@@ -79,5 +79,9 @@ release: setup
 	@for d in solutions/*/; do a=$$(basename $$d); echo "  - $$a"; \
 	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
 
+autograde: setup
+	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
+	@$(PY) -m course_lib.grading submissions
+
 clean:
 	rm -rf _build .pytest_cache

@@ -26,3 +26,6 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # with the next cell, so one endless loop costs one part, not the whole notebook.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+
+# A student who deleted a test cell gets it back at grading time (and is graded on it).
+c.OverwriteCells.add_missing_cells = True

@@ -16,62 +16,16 @@ grading goes wrong.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_mistakes, nbgrader
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 # Short enough to keep the suite quick, long enough for every honest cell in the course.
 GRADING_TIMEOUT = 20
-
-
-def load_mistakes(assignment: str) -> dict:
-    path = ROOT / "tests" / "mistakes" / f"{assignment}.py"
-    if not path.exists():
-        return {}
-    spec = importlib.util.spec_from_file_location(f"mistakes_{assignment}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.MISTAKES
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def answer_cells(nb) -> dict[str, nbformat.NotebookNode]:
-    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells
-            if nbgrader_meta(c).get("solution") and c.cell_type == "code"}
-
-
-def test_cells(nb) -> dict[str, nbformat.NotebookNode]:
-    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells if nbgrader_meta(c).get("grade")}
-
-
-def nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-def fill_in(release, source, replace: dict[str, str]) -> nbformat.NotebookNode:
-    """The released notebook with answer cells taken from ``source`` or ``replace``."""
-    nb = nbformat.from_dict(json.loads(json.dumps(release)))
-    solved = answer_cells(source)
-    for grade_id, cell in answer_cells(nb).items():
-        cell.source = replace.get(grade_id, solved[grade_id].source)
-    return nb
 
 
 class GradedCourse:
@@ -152,7 +106,7 @@ def test_assignment_is_well_formed(assignment):
     """At least 3 graded parts; every test cell ends in an assert, not an expression
     (nbgrader reads a numeric last expression as partial credit); a typical mistake exists."""
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    tests = test_cells(nb)
+    tests = graded_cells(nb)
     assert len(tests) >= 3, f"{assignment} has {len(tests)} graded test cells, the course wants at least 3"
     for grade_id, cell in tests.items():
         visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
@@ -184,7 +138,7 @@ def test_typical_mistakes_score_partial_credit(course):
         assert 0 < score < max_score, f"{mistake}: {score}/{max_score} is not partial credit ({parts})"
         failed = {name for name, points in parts.items() if points == 0}
         assert failed == set(spec["fails"]), f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
-        graded = test_cells(course.autograded(student))
+        graded = graded_cells(course.autograded(student))
         shown = "".join(str(out.get("evalue", "")) + "".join(out.get("traceback", []))
                         for grade_id in spec["fails"] for out in graded[grade_id].outputs)
         assert spec["message"] in shown, \
@@ -193,6 +147,6 @@ def test_typical_mistakes_score_partial_credit(course):
 
 def test_endless_loop_costs_one_part_only(course):
     score, max_score, parts = course.scores("loop")
-    first_test = next(iter(test_cells(course.source)))
+    first_test = next(iter(graded_cells(course.source)))
     assert parts[first_test] == 0, "the part whose code never finishes must score zero"
     assert score > 0, f"the other parts must still be graded after a time-out: {parts}"
