@@ -1,0 +1,241 @@
+"""Numbers of chapters 4 (reverse mode) and 5 (a scalar engine).
+
+The plan's numbers are computed here with ``course_lib`` and looked up in the executed
+notebooks, and the teaching version of ``Value`` that chapter 5 grows inline (its cells are
+tagged ``teaching-version``) is checked against ``course_lib.scalar.Value``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_lib import graph
+from course_lib.graph import Node, add, log, mul, sin, sub
+from course_lib.scalar import Value
+
+ROOT = Path(__file__).resolve().parents[1]
+CH04 = ROOT / "book" / "04_reverse_mode.ipynb"
+CH05 = ROOT / "book" / "05_scalar_engine.ipynb"
+
+
+def running_example():
+    x1, x2 = Node(2.0, "x1"), Node(5.0, "x2")
+    v1 = log(x1)
+    v2 = mul(x1, x2)
+    v3 = sin(x2)
+    v4 = add(v1, v2)
+    v5 = sub(v4, v3)
+    return x1, x2, (v1, v2, v3, v4, v5)
+
+
+def printed(path: Path) -> str:
+    """Everything the executed notebook shows as text."""
+    texts = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        for out in cell.get("outputs", []):
+            texts.append(out.get("text", "") if out.output_type == "stream" else out.get("data", {}).get("text/plain", ""))
+    return "\n".join(texts)
+
+
+# ---- chapter 4: the explicit graph ---------------------------------------------------------
+
+
+def test_adjoint_table_of_the_running_example():
+    x1, x2, (v1, v2, v3, v4, v5) = running_example()
+    assert v5.value == pytest.approx(11.652, abs=5e-4)
+    graph.reverse(v5)
+    assert [v.partial_derivative for v in (v5, v4, v3, v2, v1)] == [1.0, 1.0, -1.0, 1.0, 1.0]
+    assert x1.partial_derivative == pytest.approx(5.5, rel=1e-12)
+    assert x2.partial_derivative == pytest.approx(2 - math.cos(5.0), rel=1e-12)
+    assert round(x2.partial_derivative, 3) == 1.716
+    values = [row[2] for row in graph.adjoint_table(v5)]
+    assert [round(v, 3) for v in values] == [1.0, 1.0, -1.0, 1.0, 1.0, 1.716, 5.5]
+
+
+def test_an_extra_output_is_pruned():
+    x1, x2, (v1, v2, v3, v4, v5) = running_example()
+    v6 = mul(v4, x2)
+    graph.reverse(v6)  # leave a non-zero adjoint on v6 that a careless sweep would pick up
+    visited = graph.reverse(v5)
+    assert all(node is not v6 for node in visited)
+    assert len(visited) == 7
+    assert v6.partial_derivative == 0.0
+    assert x1.partial_derivative == pytest.approx(5.5)
+    assert x2.partial_derivative == pytest.approx(1.716, abs=5e-4)
+
+
+def test_reverse_order_puts_children_before_parents():
+    _, _, nodes = running_example()
+    order = graph.topological_order_reverse(nodes[-1])
+    position = {id(n): k for k, n in enumerate(order)}
+    assert order[0] is nodes[-1]
+    assert all(position[id(n)] < position[id(p)] for n in order for p in n.parent_nodes)
+
+
+def test_fan_out_examples_on_the_graph():
+    a, b = Node(2.0), Node(3.0)
+    e = mul(add(a, b), add(b, 1.0))
+    graph.reverse(e)
+    assert (a.partial_derivative, b.partial_derivative) == (4.0, 9.0)
+    x = Node(5.0)
+    f = mul(add(x, 3.0), x)
+    graph.reverse(f)
+    assert x.partial_derivative == 13.0
+
+
+def test_cost_counts_of_the_chapter():
+    """Reverse mode: 5n - 2 products for f_n (one sweep); forward mode grows like n**2."""
+    def f_graph(xs):
+        n = len(xs)
+        total = mul(sin(xs[0]), xs[1 % n])
+        for i in range(1, n):
+            total = add(total, mul(sin(xs[i]), xs[(i + 1) % n]))
+        return total
+
+    for n in (2, 8, 64):
+        xs = [Node(0.1 * (i + 1)) for i in range(n)]
+        y = f_graph(xs)
+        reverse_cost = sum(len(node.parent_nodes) for node in graph.reverse(y))
+        forward_cost = sum(sum(len(node.parent_nodes) for node in graph.forward(x)[1:]) for x in xs)
+        assert reverse_cost == 5 * n - 2
+        assert forward_cost > n * n
+    assert forward_cost > 10 * reverse_cost  # at n = 64 the gap is already more than tenfold
+
+
+def test_chapter_4_displays_the_numbers():
+    text = printed(CH04)
+    assert re.search(r"x̄1 = .*=\s+5\.500", text)
+    assert re.search(r"x̄2 = .*=\s+1\.716", text)
+    assert "adjoint of v6: 0.0" in text
+    assert "visited by reverse(v5): ['v5', 'v4', 'v1', 'v2', 'x1', 'v3', 'x2']" in text
+    assert re.search(r"ā = c̄\s+=\s+4\.000", text)
+    assert re.search(r"b̄ = c̄ \+ d̄ = 9\.000", text)
+    assert re.search(r"x̄ = .*=\s+13\.000", text)
+    assert re.search(r"^\s+256\s+767\s+256\s+\d+\s+1\s+1278$", text, re.M)
+
+
+# ---- chapter 5: the scalar engine ----------------------------------------------------------
+
+
+def test_manual_backward_example_and_accumulation():
+    a, b = Value(1.0), Value(2.0)
+    L = b * ((a + b) * (a - b))
+    assert L.data == -6.0
+    L.backward()
+    assert (a.grad, b.grad) == (4.0, -11.0)
+    L.backward()
+    assert (a.grad, b.grad) == (8.0, -22.0)
+
+
+def test_chapter_5_displays_the_numbers():
+    text = printed(CH05)
+    assert "dL/da = 4\ndL/db = -11" in text  # the backward pass by hand
+    assert "dL/da = 4, dL/db = -11" in text
+    assert "de/da = 4, de/db = 9" in text
+    assert "df/dx = 13" in text
+    assert "two calls:    dL/da = 8, dL/db = -22" in text
+    assert "after two calls: dL/da = 16 (want 8)" in text
+    assert "PyTorch, one call:  dL/da = 4, dL/db = -11" in text
+    assert "PyTorch, two calls: dL/da = 8, dL/db = -22" in text
+    assert "after a second backward():    dL/da = 8, dL/db = -22" in text
+    assert "TypeError: unsupported operand type(s) for +: 'Value' and 'str'" in text
+
+
+# ---- chapter 5: the teaching version agrees with course_lib -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def teaching_value():
+    cells = [c for c in nbformat.read(CH05, as_version=4).cells
+             if c.cell_type == "code" and "teaching-version" in c.metadata.get("tags", [])]
+    assert len(cells) >= 4, "chapter 5 should tag the cells of its teaching version"
+    namespace: dict = {"__name__": "teaching_version"}
+    for cell in cells:
+        exec(compile(cell.source, "<teaching-version>", "exec"), namespace)
+    return namespace["Value"]
+
+
+EXAMPLES = {
+    "L = b((a+b)(a-b))": ((1.0, 2.0), lambda a, b: b * ((a + b) * (a - b))),
+    "(a+b)(b+1)": ((2.0, 3.0), lambda a, b: (a + b) * (b + 1)),
+    "(x+3)x": ((5.0,), lambda x: (x + 3) * x),
+    "tanh": ((0.5,), lambda x: x.tanh()),
+    "tanh from exp": ((0.5,), lambda x: ((2 * x).exp() - 1) / ((2 * x).exp() + 1)),
+    "relu": ((-1.5, 2.0), lambda x, y: x.relu() + y.relu() * x),
+    "exp and log": ((0.7,), lambda x: x.exp().log() + (x * x).log()),
+    "powers": ((1.7,), lambda x: x**3 + x**-1 + x**0.5),
+    "division": ((3.0, 4.0), lambda a, b: a / b + 2 / b - b / 5),
+    "reflected": ((4.0,), lambda x: 2 * x + (1 - x) + (3 + x) - x * 0.5),
+    "negation": ((1.5, -0.5), lambda x, y: -(x - y) * -y),
+}
+
+
+def grads(cls, inputs, f):
+    leaves = [cls(x) for x in inputs]
+    out = f(*leaves)
+    out.backward()
+    return out.data, [leaf.grad for leaf in leaves]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_teaching_version_agrees_with_course_lib(teaching_value, name):
+    inputs, f = EXAMPLES[name]
+    value, gradient = grads(teaching_value, inputs, f)
+    want_value, want_gradient = grads(Value, inputs, f)
+    assert value == pytest.approx(want_value, rel=1e-12)
+    assert gradient == pytest.approx(want_gradient, rel=1e-12, abs=1e-12)
+
+
+def test_teaching_version_backward_twice_and_errors(teaching_value):
+    a, b = teaching_value(1.0), teaching_value(2.0)
+    L = b * ((a + b) * (a - b))
+    L.backward()
+    assert (a.grad, b.grad) == (4.0, -11.0)
+    L.backward()
+    assert (a.grad, b.grad) == (8.0, -22.0)
+    for cls in (teaching_value, Value):
+        with pytest.raises(TypeError):
+            cls(2.0) + "3"
+        with pytest.raises(TypeError):
+            [1, 2] * cls(2.0)
+
+
+OPS = ["add", "sub", "mul", "neg", "tanh", "exp_tanh", "square", "div"]
+
+
+def apply(op, a, b):
+    return {
+        "add": lambda: a + b,
+        "sub": lambda: a - b,
+        "mul": lambda: a * b,
+        "neg": lambda: -a,
+        "tanh": lambda: a.tanh(),
+        "exp_tanh": lambda: a.tanh().exp(),
+        "square": lambda: a**2,
+        "div": lambda: a / (b * b + 1),
+    }[op]()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    inputs=st.lists(st.floats(-2, 2), min_size=2, max_size=3),
+    steps=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 100), st.integers(0, 100)), min_size=1, max_size=8),
+)
+def test_teaching_version_agrees_on_random_expressions(teaching_value, inputs, steps):
+    def run(cls):
+        nodes = [cls(x) for x in inputs]
+        for op, i, j in steps:
+            nodes.append(apply(op, nodes[i % len(nodes)], nodes[j % len(nodes)]))
+        out = nodes[len(inputs)]
+        for node in nodes[len(inputs) + 1:]:
+            out = out + node
+        out.backward()
+        return [leaf.grad for leaf in nodes[: len(inputs)]]
+
+    assert run(teaching_value) == pytest.approx(run(Value), rel=1e-9, abs=1e-9)
