@@ -1,0 +1,153 @@
+"""Function transformations: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``, ``hessian``.
+
+Each transform takes a function ``f`` written with Tensor operations and returns a new
+function. Inputs may be Tensors, numbers or ndarrays (converted to float64 Tensors);
+``f`` returns a Tensor (a plain number is accepted as a constant). Results are always
+Tensors, never bare arrays: use ``.data`` or ``.item()`` for the values.
+
+**Nesting.** Inside a transform the VJP rules are *recorded* (``create_graph=True``), so
+a result such as ``grad(f)(x)`` is itself a Tensor with a graph leading back to ``x``
+and to any other tensor that requires grad. An outer transform differentiates that
+graph: ``grad(grad(grad(sin)))(x)`` is ``-cos(x)``. (A result therefore reports
+``requires_grad=True``; ``.detach()`` drops the graph.)
+
+**No perturbation confusion.** A transform never differentiates with respect to the
+object it was handed. It makes a fresh node for its input: a new leaf for a plain value,
+or, when the input already belongs to an outer transform's graph, an ``identity`` node
+on top of it. Gradients are taken with respect to that node only, so in
+``d/dx [x * d/dy (x + y)]`` the inner derivative sees the closed-over ``x`` as a
+constant (it is 1, and the whole derivative is 1, not 2), while the outer
+transform still sees every path through the identity node back to its own input.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from course_lib.tensor import Tensor, gradients, record, set_grad_enabled, stack
+
+ArgNum = int | Sequence[int]
+
+
+def _fresh_input(x: Any) -> Tensor:
+    """A node to differentiate with respect to, standing for the value ``x``."""
+    if isinstance(x, Tensor) and x.requires_grad:
+        return record("identity", x.data, (x,))  # keeps the path to an outer transform's variable
+    return Tensor(x.data if isinstance(x, Tensor) else x, requires_grad=True)
+
+
+def _substitute(args: tuple, argnum: ArgNum) -> tuple[list, tuple[Tensor, ...]]:
+    """``args`` with the differentiated positions replaced by fresh input nodes, and those nodes."""
+    positions = (argnum,) if isinstance(argnum, int) else tuple(argnum)
+    args = list(args)
+    for i in positions:
+        if not -len(args) <= i < len(args):
+            raise IndexError(f"argnum {i} is out of range: the function was called with {len(args)} argument(s)")
+        args[i] = _fresh_input(args[i])
+    return args, tuple(args[i] for i in positions)
+
+
+def _output(y: Any, name: str) -> Tensor:
+    if isinstance(y, Tensor):
+        return y
+    if isinstance(y, (int, float, np.integer, np.floating, np.ndarray)):
+        return Tensor(y)  # f ignored its input: a constant
+    raise TypeError(f"{name} needs f to return a Tensor (build it with Tensor operations), got {type(y).__name__}")
+
+
+def value_and_grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., tuple[Tensor, Any]]:
+    """``f`` -> a function returning ``(f(*args), gradient)``.
+
+    ``f`` must return a scalar (one element). The gradient is taken with respect to
+    argument ``argnum``: a Tensor of that argument's shape, or a tuple of Tensors when
+    ``argnum`` is a tuple. It is zero for an argument ``f`` does not depend on.
+    """
+
+    def value_and_grad_f(*args: Any) -> tuple[Tensor, Any]:
+        with set_grad_enabled(True):
+            args, inputs = _substitute(args, argnum)
+            y = _output(f(*args), "grad")
+            if y.data.size != 1:
+                raise ValueError(
+                    f"grad needs f to return a scalar, but f returned shape {y.shape}: "
+                    "reduce it (e.g. .sum()) or use vjp / jacobian for a non-scalar output"
+                )
+            grads = gradients(y, inputs, create_graph=True)
+        return y, (grads[0] if isinstance(argnum, int) else grads)
+
+    return value_and_grad_f
+
+
+def grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
+    """``f`` -> its gradient function ``x -> df/dx`` (a Tensor of ``x``'s shape).
+
+    Nests to any order: ``grad(grad(f))`` is the second derivative.
+    """
+    value_and_grad_f = value_and_grad(f, argnum)
+
+    def grad_f(*args: Any) -> Any:
+        return value_and_grad_f(*args)[1]
+
+    return grad_f
+
+
+def vjp(f: Callable[[Tensor], Any], x: Any) -> tuple[Tensor, Callable[[Any], Tensor]]:
+    """``(y, vjp_fn)`` with ``y = f(x)`` and ``vjp_fn(v) = v^T J``, the vector-Jacobian product.
+
+    ``v`` has ``y``'s shape; ``vjp_fn(v)`` has ``x``'s shape. The forward pass runs once;
+    ``vjp_fn`` may be called any number of times (each call is one reverse sweep).
+    """
+    with set_grad_enabled(True):
+        x_in = _fresh_input(x)
+        y = _output(f(x_in), "vjp")
+
+    def vjp_fn(v: Any) -> Tensor:
+        with set_grad_enabled(True):
+            return gradients(y, (x_in,), seed=v, create_graph=True)[0]
+
+    return y, vjp_fn
+
+
+def jvp(f: Callable[[Tensor], Any], x: Any, v: Any) -> tuple[Tensor, Tensor]:
+    """``(f(x), J v)``: the Jacobian-vector product (the directional derivative along ``v``).
+
+    Done with reverse mode only, by the *double-VJP trick*: ``u -> vjp_fn(u) = J^T u`` is
+    a linear function of a dummy cotangent ``u``, recorded in the graph; its own VJP with
+    ``v`` is ``(J^T)^T v = J v``. It costs two reverse sweeps instead of one forward-mode
+    pass (:mod:`course_lib.forward` does the forward-mode version with dual numbers).
+    """
+    y, vjp_fn = vjp(f, x)
+    with set_grad_enabled(True):
+        v = v if isinstance(v, Tensor) else Tensor(v)
+        x_shape = np.shape(x.data if isinstance(x, Tensor) else x)
+        if v.shape != x_shape:
+            raise ValueError(f"jvp: the tangent v has shape {v.shape} but x has shape {x_shape}; they must match")
+        u = Tensor(np.zeros(y.shape), requires_grad=True)
+        return y, gradients(vjp_fn(u), (u,), seed=v, create_graph=True)[0]
+
+
+def jacobian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
+    """``f`` -> a function returning the Jacobian of shape ``y.shape + x.shape``.
+
+    Entry ``[i..., j...]`` is d y[i...] / d x[j...]. Built row by row: one VJP per output
+    element, with the unit vectors as seeds (reverse mode pays per output).
+    """
+
+    def jacobian_f(*args: Any) -> Tensor:
+        with set_grad_enabled(True):
+            args, (x_in,) = _substitute(args, argnum)
+            y = _output(f(*args), "jacobian")
+            rows = [
+                gradients(y, (x_in,), seed=unit.reshape(y.shape), create_graph=True)[0]
+                for unit in np.eye(y.data.size)
+            ]
+            return stack(rows).reshape(y.shape + x_in.shape)
+
+    return jacobian_f
+
+
+def hessian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
+    """``f`` -> its Hessian function: the Jacobian of the gradient, shape ``x.shape + x.shape``."""
+    return jacobian(grad(f, argnum), argnum)

@@ -1,0 +1,250 @@
+"""``Value``: a reverse-mode automatic-differentiation engine for scalars.
+
+Every arithmetic operation on ``Value`` objects returns a new ``Value`` that remembers
+its parents (the operands, in order), the name of the operation and a ``_backward``
+closure. The closure knows the local derivatives of that one operation: given the
+gradient of the output, it adds the chain-rule contribution to each parent's ``.grad``.
+``backward()`` runs the closures from the output back to the inputs, in a topological
+order from :mod:`course_lib.toposort`.
+
+Gradient semantics follow PyTorch: gradients of leaves (Values you create yourself)
+accumulate across ``backward()`` calls until you zero them; gradients of intermediate
+results are recomputed from scratch by every ``backward()``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from operator import attrgetter
+from typing import Callable
+
+from course_lib.toposort import postorder
+
+_parents_of = attrgetter("_parents")
+
+
+def _no_backward(grad: float) -> None:
+    """The ``_backward`` of a leaf: there is nothing before it to pass a gradient to."""
+
+
+class Value:
+    """A scalar that records how it was computed, so gradients can flow back through it.
+
+    ``_backward(grad)`` receives the output's gradient from the sweep in ``backward()``
+    rather than reading ``out.grad`` itself. So a closure holds references only to the
+    parents, never to its own output: no reference cycles, and a graph is freed as soon
+    as the last reference to its output goes away.
+    """
+
+    __slots__ = ("data", "grad", "label", "_parents", "_op", "_backward")
+    __array_ufunc__ = None  # ``np.float64(2) * v`` defers to Value.__rmul__ instead of NumPy
+
+    def __init__(self, data: float, label: str = "", _parents: tuple[Value, ...] = (), _op: str = "") -> None:
+        self.data = data if type(data) is float else _as_float(data)
+        self.grad = 0.0
+        self.label = label
+        self._parents = _parents
+        self._op = _op
+        self._backward: Callable[[float], None] = _no_backward
+
+    def __repr__(self) -> str:
+        label = f", label={self.label!r}" if self.label else ""
+        return f"Value(data={self.data:.6g}, grad={self.grad:.6g}{label})"
+
+    # ---- binary operations -------------------------------------------------------
+
+    def __add__(self, other: Value | float) -> Value:
+        other = other if isinstance(other, Value) else _lift(other)
+        if other is NotImplemented:
+            return NotImplemented
+        out = Value(self.data + other.data, "", (self, other), "+")
+
+        def _backward(grad: float) -> None:
+            self.grad += grad
+            other.grad += grad
+
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other: Value | float) -> Value:
+        other = other if isinstance(other, Value) else _lift(other)
+        if other is NotImplemented:
+            return NotImplemented
+        out = Value(self.data * other.data, "", (self, other), "*")
+
+        def _backward(grad: float) -> None:
+            self.grad += other.data * grad
+            other.grad += self.data * grad
+
+        out._backward = _backward
+        return out
+
+    def __truediv__(self, other: Value | float) -> Value:
+        other = other if isinstance(other, Value) else _lift(other)
+        if other is NotImplemented:
+            return NotImplemented
+        out_data = self.data / other.data
+        out = Value(out_data, "", (self, other), "/")
+
+        def _backward(grad: float) -> None:
+            self.grad += grad / other.data
+            other.grad -= grad * out_data / other.data  # d(a/b)/db = -a/b**2 = -(a/b)/b
+
+        out._backward = _backward
+        return out
+
+    def __pow__(self, exponent: float) -> Value:
+        if isinstance(exponent, Value):
+            raise TypeError(
+                "Value ** Value is not supported: the exponent must be a number. "
+                "For a Value exponent e and a positive base b, write (e * b.log()).exp()."
+            )
+        if not isinstance(exponent, numbers.Real):
+            return NotImplemented
+        data = self.data**exponent
+        if isinstance(data, complex):
+            raise ValueError(
+                f"{self.data} ** {exponent} is not a real number: a negative base needs an integer exponent."
+            )
+        out = Value(data, "", (self,), f"**{exponent:g}")
+
+        def _backward(grad: float) -> None:
+            self.grad += exponent * self.data ** (exponent - 1) * grad
+
+        out._backward = _backward
+        return out
+
+    # Subtraction is addition of the negation, so it needs no backward rule of its own.
+    def __sub__(self, other: Value | float) -> Value:
+        if not isinstance(other, (Value, numbers.Real)):
+            return NotImplemented
+        return self + (-other)
+
+    def __radd__(self, other: float) -> Value:  # other + self
+        return self + other
+
+    def __rmul__(self, other: float) -> Value:  # other * self
+        return self * other
+
+    def __rsub__(self, other: float) -> Value:  # other - self
+        return (-self) + other
+
+    def __rtruediv__(self, other: float) -> Value:  # other / self
+        other = _lift(other)
+        return NotImplemented if other is NotImplemented else other / self
+
+    # ---- unary operations ----------------------------------------------------------
+
+    def __neg__(self) -> Value:
+        out = Value(-self.data, "", (self,), "neg")
+
+        def _backward(grad: float) -> None:
+            self.grad -= grad
+
+        out._backward = _backward
+        return out
+
+    def exp(self) -> Value:
+        out = Value(math.exp(self.data), "", (self,), "exp")
+        out_data = out.data
+
+        def _backward(grad: float) -> None:
+            self.grad += out_data * grad  # d exp(x)/dx = exp(x), already computed
+
+        out._backward = _backward
+        return out
+
+    def log(self) -> Value:
+        if self.data <= 0:
+            raise ValueError(f"log() needs a positive input, got {self.data}: shift or clamp the argument first.")
+        out = Value(math.log(self.data), "", (self,), "log")
+
+        def _backward(grad: float) -> None:
+            self.grad += grad / self.data
+
+        out._backward = _backward
+        return out
+
+    def sin(self) -> Value:
+        out = Value(math.sin(self.data), "", (self,), "sin")
+
+        def _backward(grad: float) -> None:
+            self.grad += math.cos(self.data) * grad
+
+        out._backward = _backward
+        return out
+
+    def cos(self) -> Value:
+        out = Value(math.cos(self.data), "", (self,), "cos")
+
+        def _backward(grad: float) -> None:
+            self.grad -= math.sin(self.data) * grad
+
+        out._backward = _backward
+        return out
+
+    def tanh(self) -> Value:
+        out = Value(math.tanh(self.data), "", (self,), "tanh")
+        out_data = out.data
+
+        def _backward(grad: float) -> None:
+            self.grad += (1.0 - out_data * out_data) * grad  # 1 - tanh(x)**2
+
+        out._backward = _backward
+        return out
+
+    def relu(self) -> Value:
+        out = Value(self.data if self.data > 0 else 0.0, "", (self,), "relu")
+
+        def _backward(grad: float) -> None:
+            if self.data > 0:
+                self.grad += grad
+
+        out._backward = _backward
+        return out
+
+    def sigmoid(self) -> Value:
+        x = self.data  # two forms, so exp never overflows
+        s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+        out = Value(s, "", (self,), "sigmoid")
+
+        def _backward(grad: float) -> None:
+            self.grad += s * (1.0 - s) * grad
+
+        out._backward = _backward
+        return out
+
+    # ---- gradients -----------------------------------------------------------------
+
+    def backward(self) -> None:
+        """Add d self / d leaf to the ``.grad`` of every leaf this Value depends on.
+
+        Nodes are sorted so that each comes after its parents (iterative DFS, so any
+        depth works). Intermediate gradients restart from 0; leaves keep what they had.
+        """
+        topo = postorder(self, _parents_of)
+        for node in topo:
+            if node._parents:
+                node.grad = 0.0
+        self.grad += 1.0  # d self / d self
+        for node in reversed(topo):
+            node._backward(node.grad)
+
+    def zero_grad(self) -> None:
+        """Set ``.grad`` to 0 on every node of this Value's graph, leaves included."""
+        for node in postorder(self, _parents_of):
+            node.grad = 0.0
+
+
+def _as_float(data: object) -> float:
+    if isinstance(data, numbers.Real):
+        return float(data)
+    raise TypeError(
+        f"Value() needs a real number, got {type(data).__name__}"
+        + (": use the Value itself instead of wrapping it again." if isinstance(data, Value) else ".")
+    )
+
+
+def _lift(other: object) -> Value:
+    """A number becomes a constant leaf; anything else is not ours to handle."""
+    return Value(other) if isinstance(other, numbers.Real) else NotImplemented

@@ -1,0 +1,665 @@
+"""Tensors: a NumPy reverse-mode engine whose derivative rules live in one table.
+
+A :class:`Tensor` wraps a float64 ndarray (integer and boolean input is converted to
+float64). An operation on tensors of which at least one requires gradients *records* a
+node: the op's name (``._op``), its operand tensors (``._parents``) and any non-tensor
+parameters such as an axis or an index (``._params``). Nothing else is stored: no
+closure, no gradient code. The derivative of every op is written once, as a
+vector-Jacobian product (VJP), in the table :data:`VJP_RULES`, filled with
+:func:`defvjp` at the bottom of this module.
+
+A VJP rule for argument ``i`` of an op is a function ``rule(g, out, *args)``: ``g`` is
+the gradient arriving at the op's output ``out`` and ``args`` are the op's parents
+followed by its parameters; it returns ``g`` pulled back to argument ``i`` (a Tensor
+of that argument's shape). Rules are written with Tensor operations, so the backward
+pass can either
+
+- run them with graph recording switched off (``backward()``, the fast path: the same
+  rules, but no nodes are created), or
+- record them like any other computation (``gradients(..., create_graph=True)``, used
+  by :mod:`course_lib.functional`), which is what makes higher derivatives work: the
+  gradient is itself a Tensor with a graph, ready to be differentiated again.
+
+The backward pass visits nodes in Autograd's child-count order
+(:func:`course_lib.toposort.child_count_order`), iteratively, so graphs of any depth work.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from course_lib.toposort import child_count_order
+
+__all__ = [
+    "Tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "record", "defvjp", "defvjp_argnum",
+    "VJP_RULES", "unbroadcast", "gradients", "where", "stack", "exp", "log", "sin", "cos", "tanh",
+    "relu", "sigmoid", "sqrt", "softmax", "log_softmax",
+]
+
+_FLOAT64 = np.dtype(np.float64)
+_NUMBERS = (int, float, np.integer, np.floating)
+_parents_of = attrgetter("_parents")
+
+
+# ----------------------------------------------------------------------------- grad mode
+_grad_enabled = True
+
+
+class set_grad_enabled:
+    """Context manager that switches graph recording on (``True``) or off (``False``)
+    for the ``with`` block, then restores the previous mode."""
+
+    __slots__ = ("mode", "previous")
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, self.mode
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _grad_enabled
+        _grad_enabled = self.previous
+
+
+def no_grad() -> set_grad_enabled:
+    """``with no_grad(): ...`` computes values only: results record no parents and do not
+    require grad (use it for parameter updates and evaluation)."""
+    return set_grad_enabled(False)
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations currently record the graph."""
+    return _grad_enabled
+
+
+# ----------------------------------------------------------------------------- Tensor
+def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[Callable, Callable]:
+    """``self <op> other`` and the reflected ``other <op> self`` for Tensor methods.
+
+    ``other`` may be a Tensor, a number or a real ndarray; for anything else the method
+    returns ``NotImplemented``, so Python raises its usual TypeError.
+    """
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        if type(other) is not Tensor and (other := _lift(other)) is NotImplemented:
+            return NotImplemented
+        return record(op, fn(self.data, other.data), (self, other))
+
+    def reflected(self: Tensor, other: Any) -> Tensor:
+        if type(other) is not Tensor and (other := _lift(other)) is NotImplemented:
+            return NotImplemented
+        return record(op, fn(other.data, self.data), (other, self))
+
+    return method, reflected
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return np.matmul(a, b)
+    except ValueError:
+        pass
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul needs operands with at least one axis, got shapes {a.shape} and {b.shape}: use * to scale by a number")
+    inner = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if a.shape[-1] != inner:
+        which = "first" if b.ndim == 1 else "second-to-last"
+        raise ValueError(
+            f"matmul shapes {a.shape} and {b.shape} do not fit: the last axis of the left operand "
+            f"({a.shape[-1]}) must equal the {which} axis of the right operand ({inner})"
+        )
+    raise ValueError(f"matmul shapes {a.shape} and {b.shape} do not fit: their batch axes {a.shape[:-2]} and {b.shape[:-2]} do not broadcast")
+
+
+class Tensor:
+    """A float64 array that remembers how it was computed.
+
+    ``Tensor(data, requires_grad=False, label="")`` copies ``data`` into a float64 array.
+    Leaves with ``requires_grad=True`` are the variables gradients are taken for:
+    ``backward()`` adds into their ``.grad`` (an ndarray of the same shape, ``None``
+    until a backward pass reaches them; assign ``None`` to reset).
+    """
+
+    __slots__ = ("data", "grad", "requires_grad", "label", "_parents", "_op", "_params", "_retains_grad")
+    __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
+
+    def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
+        if isinstance(data, Tensor):
+            data = data.data
+        if np.iscomplexobj(data):
+            raise TypeError("Tensor holds real numbers only: pass the real and imaginary parts as separate Tensors")
+        self.data: np.ndarray = np.array(data, dtype=np.float64)
+        self.grad: np.ndarray | None = None
+        self.requires_grad = bool(requires_grad)
+        self.label = label
+        self._parents: tuple[Tensor, ...] = ()
+        self._op = ""
+        self._params: tuple = ()
+        self._retains_grad = False
+
+    # -- describing ---------------------------------------------------------------------
+    shape = property(lambda self: self.data.shape, doc="The shape of ``data``.")
+    ndim = property(lambda self: self.data.ndim, doc="The number of axes of ``data``.")
+    size = property(lambda self: self.data.size, doc="The number of elements of ``data``.")
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, separator=", ", prefix="Tensor(")
+        extra = f", op={self._op!r}" if self._op else (", requires_grad=True" if self.requires_grad else "")
+        return f"Tensor({body}{extra})"
+
+    def item(self) -> float:
+        """The value of a one-element Tensor as a Python float."""
+        if self.data.size != 1:
+            raise ValueError(f"item() needs a Tensor with one element, this one has shape {self.shape}")
+        return float(self.data.reshape(()))
+
+    def numpy(self) -> np.ndarray:
+        """The data (not a copy)."""
+        return self.data
+
+    def detach(self) -> Tensor:
+        """A Tensor sharing this one's data, cut off from the graph (requires no grad)."""
+        return record("", self.data, ())
+
+    def retain_grad(self) -> Tensor:
+        """Make backward passes also store this intermediate node's gradient in ``.grad``
+        (replaced, not accumulated, at every pass: intermediates are never double-counted).
+        Returns the Tensor itself."""
+        self._retains_grad = True
+        return self
+
+    def zero_grad(self) -> None:
+        """Set the accumulated gradient to zeros of this Tensor's shape."""
+        self.grad = np.zeros_like(self.data)
+
+    # -- backward ---------------------------------------------------------------------
+    def backward(self, grad: Any = None) -> None:
+        """Add d(self)/d(leaf) to the ``.grad`` of every leaf that requires grad.
+
+        A one-element output seeds the gradient 1. Any other output needs ``grad``, the
+        gradient of some scalar with respect to this Tensor, of exactly this shape (an
+        ndarray, a number or a Tensor): the result is then the VJP ``grad`` times the
+        Jacobian. Leaves *accumulate* across calls (call :meth:`zero_grad` or assign
+        ``None`` in between). Intermediate nodes keep no gradient (as in PyTorch) unless
+        :meth:`retain_grad` was called on them. The graph is kept, so calling
+        ``backward()`` twice adds the same gradient to the leaves twice.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() on a Tensor that does not require grad: no input of its computation had "
+                "requires_grad=True (or it was computed under no_grad()). Create the inputs with "
+                "Tensor(data, requires_grad=True)."
+            )
+        _backprop(self, _seed(self, grad, "backward()"), create_graph=False, on_grad=_store_grad)
+
+    # -- arithmetic (each op: compute the value with NumPy, record the node) ------------
+    __add__, __radd__ = _binary_methods("add", np.add)
+    __sub__, __rsub__ = _binary_methods("sub", np.subtract)
+    __mul__, __rmul__ = _binary_methods("mul", np.multiply)
+    __truediv__, __rtruediv__ = _binary_methods("div", np.divide)
+    __pow__, __rpow__ = _binary_methods("pow", np.power)
+    __matmul__, __rmatmul__ = _binary_methods("matmul", _matmul)
+
+    def __neg__(self) -> Tensor:
+        return record("neg", -self.data, (self,))
+
+    # -- elementwise functions -----------------------------------------------------------
+    def exp(self) -> Tensor:
+        return record("exp", np.exp(self.data), (self,))
+
+    def log(self) -> Tensor:
+        return record("log", np.log(self.data), (self,))
+
+    def sin(self) -> Tensor:
+        return record("sin", np.sin(self.data), (self,))
+
+    def cos(self) -> Tensor:
+        return record("cos", np.cos(self.data), (self,))
+
+    def tanh(self) -> Tensor:
+        return record("tanh", np.tanh(self.data), (self,))
+
+    def relu(self) -> Tensor:
+        return record("relu", np.maximum(self.data, 0.0), (self,))
+
+    def sigmoid(self) -> Tensor:
+        # 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) for x < 0: neither overflows.
+        e = np.exp(-np.abs(self.data))
+        return record("sigmoid", np.where(self.data >= 0, 1.0, e) / (1.0 + e), (self,))
+
+    def sqrt(self) -> Tensor:
+        return record("sqrt", np.sqrt(self.data), (self,))
+
+    def abs(self) -> Tensor:
+        return record("abs", np.abs(self.data), (self,))
+
+    def clip(self, low: float | None = None, high: float | None = None) -> Tensor:
+        """Values limited to ``[low, high]`` (``None``: no limit on that side)."""
+        low = -np.inf if low is None else float(low)
+        high = np.inf if high is None else float(high)
+        return record("clip", np.clip(self.data, low, high), (self,), (low, high))
+
+    # -- reductions ----------------------------------------------------------------------
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
+        return record("sum", self.data.sum(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+
+    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
+        return record("mean", self.data.mean(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+
+    def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
+        """Largest values; tied maxima share the gradient equally."""
+        return record("max", self.data.max(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+
+    def softmax(self, axis: int = -1) -> Tensor:
+        """exp(x) / sum(exp(x)) along ``axis``, computed after subtracting the maximum."""
+        e = np.exp(self.data - self.data.max(axis=axis, keepdims=True))
+        return record("softmax", e / e.sum(axis=axis, keepdims=True), (self,), (axis,))
+
+    def log_softmax(self, axis: int = -1) -> Tensor:
+        """x - log(sum(exp(x))) along ``axis``, computed after subtracting the maximum."""
+        shifted = self.data - self.data.max(axis=axis, keepdims=True)
+        return record("log_softmax", shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)), (self,), (axis,))
+
+    # -- shapes --------------------------------------------------------------------------
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """Same values, new shape (one entry may be -1); ``reshape(2, 3)`` or ``reshape((2, 3))``."""
+        data = self.data.reshape(shape[0] if len(shape) == 1 else shape)
+        return self if data.shape == self.data.shape else record("reshape", data, (self,))
+
+    def transpose(self, *axes: int) -> Tensor:
+        """Permute the axes (reverse them when none are given), like ``np.transpose``."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        axes = tuple(range(self.ndim))[::-1] if not axes else tuple(int(a) % self.ndim for a in axes)
+        if axes == tuple(range(self.ndim)):
+            return self
+        return record("transpose", self.data.transpose(axes), (self,), (axes,))
+
+    T = property(lambda self: self.transpose(), doc="All axes reversed (the matrix transpose for 2-D).")
+    mT = property(lambda self: self.transpose(*range(self.ndim - 2), -1, -2), doc="The last two axes swapped.")
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+        """A read-only broadcast view of shape ``shape`` (NumPy's rules)."""
+        shape = tuple(shape)
+        return self if shape == self.shape else record("broadcast_to", np.broadcast_to(self.data, shape), (self,))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        """NumPy indexing: integers, slices, ``None``, ``...``, integer arrays, boolean masks."""
+        index = _plain_index(index)
+        return record("getitem", self.data[index], (self,), (index,))
+
+
+# ----------------------------------------------------------------------------- recording
+def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) -> Tensor:
+    """Wrap the result ``data`` of op ``op`` applied to ``parents`` (and ``params``).
+
+    The node keeps its parents only if recording is on and some parent requires grad
+    (*pruning*): otherwise the result is a constant with no parents. Every op goes
+    through here; to add a primitive, compute its value with NumPy, call ``record`` and
+    register its VJP with :func:`defvjp`.
+    """
+    out = Tensor.__new__(Tensor)
+    if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
+        data = np.asarray(data, dtype=np.float64)
+    out.data = data
+    out.grad = None
+    out.label = ""
+    out._retains_grad = False
+    if _grad_enabled:
+        for parent in parents:
+            if parent.requires_grad:
+                out.requires_grad = True
+                out._parents = parents
+                out._op = op
+                out._params = params
+                return out
+    out.requires_grad = False
+    out._parents = ()
+    out._op = ""
+    out._params = ()
+    return out
+
+
+def _lift(x: Any) -> Tensor:
+    """``x`` as a Tensor: numbers and real arrays become constants; anything else is refused."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, _NUMBERS) or (isinstance(x, np.ndarray) and x.dtype.kind in "biuf"):
+        return record("", x, ())
+    return NotImplemented
+
+
+def _plain_index(index: Any) -> Any:
+    """Replace Tensors inside an index by integer arrays (Tensors hold floats)."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data.astype(np.intp)
+    return index
+
+
+# ----------------------------------------------------------------------------- functions
+def where(condition: Any, x: Any, y: Any) -> Tensor:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast like ``np.where``).
+
+    ``condition`` is a boolean array (it is not differentiated); ``x`` and ``y`` are
+    Tensors or numbers.
+    """
+    cond = np.asarray(condition.data if isinstance(condition, Tensor) else condition, dtype=bool)
+    x, y = _lift(x), _lift(y)
+    if x is NotImplemented or y is NotImplemented:
+        raise TypeError("where(condition, x, y) needs x and y to be Tensors, numbers or real arrays")
+    return record("where", np.where(cond, x.data, y.data), (x, y), (cond,))
+
+
+def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
+    """Join equally shaped Tensors along a new axis (like ``np.stack``)."""
+    parts = tuple(_lift(t) for t in tensors)
+    if not parts or any(p is NotImplemented for p in parts):
+        raise TypeError("stack() needs a non-empty sequence of Tensors (or numbers / real arrays)")
+    axis = axis % (parts[0].ndim + 1)
+    return record("stack", np.stack([p.data for p in parts], axis=axis), parts, (axis,))
+
+
+def _tensor_function(name: str) -> Callable[..., Tensor]:
+    def function(x: Any, *args: Any, **kwargs: Any) -> Tensor:
+        x = _lift(x)
+        if x is NotImplemented:
+            raise TypeError(f"{name}() needs a Tensor, a number or a real array")
+        return getattr(x, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``{name}`` of a Tensor (numbers and arrays are converted): the same as ``Tensor.{name}``."
+    return function
+
+
+exp, log, sin, cos, tanh, relu, sigmoid, sqrt, softmax, log_softmax = map(
+    _tensor_function, ["exp", "log", "sin", "cos", "tanh", "relu", "sigmoid", "sqrt", "softmax", "log_softmax"]
+)
+
+
+# ----------------------------------------------------------------------------- backward pass
+def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
+    """The gradient that starts a backward pass at ``output``, checked against its shape."""
+    if grad is None:
+        if output.data.size != 1:
+            raise ValueError(
+                f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
+                f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
+            )
+        return record("", np.ones(output.shape), ())
+    if isinstance(grad, Tensor):
+        seed = grad if keep_graph else record("", grad.data.copy(), ())
+    else:
+        seed = record("", np.array(grad, dtype=np.float64), ())
+    if seed.shape != output.shape:
+        raise ValueError(
+            f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
+            f"the seed must have exactly the output's shape (it is not broadcast), e.g. np.ones({output.shape})"
+        )
+    return seed
+
+
+def _backprop(
+    root: Tensor,
+    seed: Tensor,
+    create_graph: bool,
+    on_grad: Callable[[Tensor, Tensor, bool], None],
+    needed: set[int] | None = None,
+) -> None:
+    """The reverse sweep shared by :meth:`Tensor.backward` and :func:`gradients`.
+
+    Nodes come output first, each one after all of its children, so its gradient is
+    complete when it is reached; ``on_grad(node, g, owned)`` then receives it (``owned``:
+    the array was allocated by this sweep and is referenced nowhere else). The node's
+    VJP rules pull ``g`` back to every parent that requires grad (and, if ``needed``
+    is given, leads to a node in it). A parent reached along several paths gets the
+    sum: a fresh buffer, into which later contributions are added in place.
+    """
+    grads: dict[int, Tensor] = {id(root): seed}
+    owned: set[int] = set()  # ids of nodes whose buffer is ours to add into in place
+    with set_grad_enabled(create_graph):
+        for node in child_count_order(root, _parents_of):
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue  # a constant, or a node that does not lead to what is needed
+            on_grad(node, g, id(node) in owned)
+            parents = node._parents
+            if not parents:
+                continue
+            rules = VJP_RULES.get(node._op)
+            if rules is None:
+                raise NotImplementedError(f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)")
+            args = parents + node._params
+            for i, parent in enumerate(parents):
+                key = id(parent)
+                if not parent.requires_grad or (needed is not None and key not in needed):
+                    continue
+                contribution = _rule(rules, i, node)(g, node, *args)
+                if type(contribution) is not Tensor or contribution.data.shape != parent.data.shape:
+                    contribution = _checked(contribution, i, node)
+                previous = grads.get(key)
+                if previous is None:
+                    grads[key] = contribution
+                    # A rule returns g itself, a view (its base is set) or a new array: only the last is ours.
+                    data = contribution.data
+                    if not create_graph and data is not g.data and data.base is None:
+                        owned.add(key)
+                elif key in owned:
+                    previous.data += contribution.data
+                else:
+                    grads[key] = previous + contribution
+                    if not create_graph:
+                        owned.add(key)
+
+
+def _rule(rules: Sequence[Callable], i: int, node: Tensor) -> Callable[..., Tensor]:
+    try:
+        return rules[i]
+    except IndexError:
+        raise NotImplementedError(f"op {node._op!r} has no VJP rule for argument {i}: defvjp needs one rule per argument") from None
+
+
+def _checked(result: Any, i: int, node: Tensor) -> Tensor:
+    """A rule's result as a Tensor of argument ``i``'s shape, or a clear error."""
+    result = _lift(result)
+    if result is NotImplemented:
+        raise TypeError(f"the VJP rule of {node._op!r} for argument {i} must return a Tensor")
+    expected = node._parents[i].data.shape
+    if result.data.shape != expected:
+        raise ValueError(
+            f"the VJP rule of {node._op!r} for argument {i} returned shape {result.data.shape}, but that argument "
+            f"has shape {expected}: a gradient has its variable's shape (did the rule forget unbroadcast?)"
+        )
+    return result
+
+
+def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
+    """``backward()``'s use of a finished gradient: leaves accumulate it, retained intermediates keep it."""
+    if node._parents:
+        if node._retains_grad:
+            node.grad = g.data
+    elif node.grad is None:
+        node.grad = g.data if owned else g.data.copy()
+    else:
+        node.grad = node.grad + g.data
+
+
+def gradients(output: Tensor, inputs: Sequence[Tensor], seed: Any = None, create_graph: bool = False) -> tuple[Tensor, ...]:
+    """The gradients of ``output`` with respect to ``inputs``, returned as Tensors.
+
+    Like ``torch.autograd.grad``: nothing's ``.grad`` changes, only paths leading to
+    ``inputs`` are followed, and an input the output does not depend on gets zeros.
+    ``seed`` is as in :meth:`Tensor.backward` (a Tensor seed that requires grad is kept in
+    the graph). With ``create_graph=True`` the VJP rules are recorded, so the results
+    carry a graph and can be differentiated again.
+    """
+    inputs = tuple(inputs)
+    for x in inputs:
+        if not isinstance(x, Tensor) or not x.requires_grad:
+            raise ValueError("gradients() needs inputs that are Tensors with requires_grad=True")
+    seed = _seed(output, seed, "gradients()", keep_graph=create_graph)
+    found: dict[int, Tensor] = {}
+    wanted = {id(x) for x in inputs}
+    if output.requires_grad:
+        order = child_count_order(output, _parents_of)
+        needed = set(wanted)
+        for node in reversed(order):  # parents before children: does the node lead to an input?
+            if any(id(p) in needed for p in node._parents):
+                needed.add(id(node))
+
+        def collect(node: Tensor, g: Tensor, owned: bool) -> None:
+            if id(node) in wanted:
+                found[id(node)] = g if owned or create_graph else record("", g.data.copy(), ())
+
+        if id(output) in needed:
+            _backprop(output, seed, create_graph, collect, needed)
+    return tuple(found[id(x)] if id(x) in found else record("", np.zeros(x.shape), ()) for x in inputs)
+
+
+def unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum ``g`` down to ``shape``: the VJP of broadcasting.
+
+    Broadcasting copies a value along the leading axes it adds and along axes where
+    ``shape`` has size 1; each copy sends back a gradient, so those axes are summed.
+    """
+    g_shape = g.data.shape
+    if g_shape == shape:
+        return g
+    lead = len(g_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g_shape[lead + i] != 1)
+    return g.sum(axis=axes).reshape(shape)
+
+
+# ----------------------------------------------------------------------------- the VJP table
+VJP_RULES: dict[str, Sequence[Callable[..., Tensor]]] = {}
+"""op name -> one rule per argument; ``rule(g, out, *parents, *params)`` returns the
+gradient for that argument. A rule returns ``g`` itself, a view of ``g`` or a new
+Tensor, never one it keeps elsewhere (the backward pass adds into new ones in place)."""
+
+
+def defvjp(op: str, *rules: Callable[..., Tensor]) -> None:
+    """Register the VJP rules of ``op``, one per argument, in argument order."""
+    VJP_RULES[op] = rules
+
+
+class _EveryArgument:
+    """The rules of an op with any number of arguments: argument ``i`` uses ``rule(i, g, out, *args)``."""
+
+    def __init__(self, rule: Callable[..., Tensor]) -> None:
+        self.rule = rule
+
+    def __getitem__(self, i: int) -> Callable[..., Tensor]:
+        return partial(self.rule, i)
+
+
+def defvjp_argnum(op: str, rule: Callable[..., Tensor]) -> None:
+    """Register one rule ``rule(i, g, out, *args)`` serving every argument ``i`` of ``op``."""
+    VJP_RULES[op] = _EveryArgument(rule)
+
+
+def _kept_shape(shape: tuple[int, ...], axis: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """``shape`` after a reduction over ``axis`` with ``keepdims=True``."""
+    if axis is None:
+        return (1,) * len(shape)
+    axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _expand(g: Tensor, shape: tuple[int, ...], axis: Any, keepdims: bool) -> Tensor:
+    """Undo a reduction's shape: put the reduced axes back (size 1), then broadcast to ``shape``."""
+    if not keepdims:
+        g = g.reshape(_kept_shape(shape, axis))
+    return g.broadcast_to(shape)
+
+
+def _max_vjp(g: Tensor, out: Tensor, a: Tensor, axis: Any, keepdims: bool) -> Tensor:
+    peak = out.data if keepdims else out.data.reshape(_kept_shape(a.shape, axis))
+    hits = a.data == peak
+    return _expand(g, a.shape, axis, keepdims) * (hits / hits.sum(axis=axis, keepdims=True))
+
+
+def _matmul_vjp(argnum: int, g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """dA = G Bᵀ and dB = Aᵀ G, on the last two axes, summed over broadcast batch axes.
+
+    A 1-D left operand acts as a row (1, k) and a 1-D right operand as a column (k, 1);
+    ``g`` gets the matching size-1 axis back first.
+    """
+    if a.ndim == 1 or b.ndim == 1:
+        shape = g.shape + (1,) if b.ndim == 1 else g.shape
+        shape = shape[:-1] + (1,) + shape[-1:] if a.ndim == 1 else shape
+        g = g.reshape(shape)
+        a, b = (a.reshape(1, -1) if a.ndim == 1 else a), (b.reshape(-1, 1) if b.ndim == 1 else b)
+    if argnum == 0:
+        return unbroadcast(g @ b.mT, a.shape).reshape(out._parents[0].shape)
+    return unbroadcast(a.mT @ g, b.shape).reshape(out._parents[1].shape)
+
+
+def _pow_vjp_base(g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    if not b.requires_grad and not b.data.any():
+        # a ** 0 is constant. (The formula would give 0 * a ** -1: NaN at a = 0, which is
+        # where the third derivative of x ** 2 lands, since its second one is 2 * x ** 0.)
+        return record("", np.zeros(a.shape), ())
+    return unbroadcast(g * b * a ** (b - 1), a.shape)
+
+
+def _clip_vjp(g: Tensor, out: Tensor, a: Tensor, low: float, high: float) -> Tensor:
+    return where((a.data >= low) & (a.data <= high), g, 0.0)
+
+
+def _stack_vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
+    axis = args[-1]
+    return g[(slice(None),) * axis + (i,)]
+
+
+def _scatter_add(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
+    """A zero array of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
+    data = np.zeros(shape)
+    np.add.at(data, index, g.data)
+    return record("scatter_add", data, (g,), (index, shape))
+
+
+defvjp("add", lambda g, out, a, b: unbroadcast(g, a.data.shape),
+              lambda g, out, a, b: unbroadcast(g, b.data.shape))
+defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.data.shape),
+              lambda g, out, a, b: unbroadcast(-g, b.data.shape))
+defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.data.shape),
+              lambda g, out, a, b: unbroadcast(g * a, b.data.shape))
+defvjp("div", lambda g, out, a, b: unbroadcast(g / b, a.shape),
+              lambda g, out, a, b: unbroadcast(-g * out / b, b.shape))
+defvjp("pow", _pow_vjp_base,
+              lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape))
+defvjp("matmul", partial(_matmul_vjp, 0), partial(_matmul_vjp, 1))
+defvjp("neg", lambda g, out, a: -g)
+defvjp("exp", lambda g, out, a: g * out)
+defvjp("log", lambda g, out, a: g / a)
+defvjp("sin", lambda g, out, a: g * a.cos())
+defvjp("cos", lambda g, out, a: -g * a.sin())
+defvjp("tanh", lambda g, out, a: g * (1.0 - out * out))
+defvjp("sigmoid", lambda g, out, a: g * out * (1.0 - out))
+defvjp("relu", lambda g, out, a: where(a.data > 0, g, 0.0))
+defvjp("sqrt", lambda g, out, a: g / (2.0 * out))
+defvjp("abs", lambda g, out, a: g * np.sign(a.data))
+defvjp("clip", _clip_vjp)
+defvjp("where", lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),
+                lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape))
+defvjp("sum", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims))
+defvjp("mean", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims) * (out.size / a.size))
+defvjp("max", _max_vjp)
+defvjp("softmax", lambda g, out, a, axis: out * (g - (g * out).sum(axis=axis, keepdims=True)))
+defvjp("log_softmax", lambda g, out, a, axis: g - out.exp() * g.sum(axis=axis, keepdims=True))
+defvjp("reshape", lambda g, out, a: g.reshape(a.shape))
+defvjp("transpose", lambda g, out, a, axes: g.transpose(*np.argsort(axes)))
+defvjp("broadcast_to", lambda g, out, a: unbroadcast(g, a.shape))
+defvjp("getitem", lambda g, out, a, index: _scatter_add(g, index, a.shape))
+defvjp("scatter_add", lambda g, out, src, index, shape: g[index])
+defvjp("identity", lambda g, out, a: g)
+defvjp_argnum("stack", _stack_vjp)
