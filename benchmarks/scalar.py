@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import random
+import statistics
 import time
 
 from course_lib.scalar import Value
@@ -68,11 +69,13 @@ def count_nodes(root) -> int:
 
 
 def seconds_per_step(engines, iterations: int, repeats: int, collect_cycles: bool) -> dict[str, float]:
-    """For each engine, the best over ``repeats`` of the mean CPU time of ``iterations``
+    """For each engine, the median over ``repeats`` of the mean CPU time of ``iterations``
     consecutive steps. Engines take turns, so a busy machine slows them alike; CPU time
-    (not wall-clock time) leaves out the moments other programs have the processor."""
+    (not wall-clock time) leaves out the moments other programs have the processor. The
+    median, not the best: the collector's cost comes in bursts, and a lucky stretch
+    without one is not the throughput of a training loop."""
     setups = {name: (V, *make_parameters(V)) for name, V in engines}
-    best = {name: float("inf") for name, _ in engines}
+    times: dict[str, list[float]] = {name: [] for name, _ in engines}
     for _ in range(repeats):
         for name, (V, layers, inputs) in setups.items():
             training_step(V, layers, inputs)  # warm up
@@ -82,9 +85,9 @@ def seconds_per_step(engines, iterations: int, repeats: int, collect_cycles: boo
             start = time.process_time()
             for _ in range(iterations):
                 training_step(V, layers, inputs)
-            best[name] = min(best[name], (time.process_time() - start) / iterations)
+            times[name].append((time.process_time() - start) / iterations)
             gc.enable()
-    return best
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def check_same_numbers(micrograd_value) -> None:
@@ -110,7 +113,7 @@ def table(title: str, rows: list[tuple[str, float]], nodes: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=30, help="consecutive steps per measurement")
-    parser.add_argument("--repeats", type=int, default=5, help="measurements; the best is reported")
+    parser.add_argument("--repeats", type=int, default=5, help="measurements; the median is reported")
     args = parser.parse_args()
 
     engines = [("course_lib", Value)]

@@ -70,7 +70,7 @@ def _draw_value_graph(dot: graphviz.Digraph, roots: list, step: dict[int, int], 
     nodes = _walk(roots, lambda v: v._parents)
     ids = {id(node): f"n{k}" for k, node in enumerate(nodes)}
     for node in nodes:
-        name = _step_prefix(step, node) + node.label
+        name = _step_prefix(step, node) + getattr(node, "label", "")
         fields = ([name] if name else []) + [
             f"data {_summary(node.data, digits)}",
             f"grad {_summary(node.grad, digits)}",
