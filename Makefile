@@ -5,6 +5,7 @@
 # the requirement files change.
 
 SHELL      := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON     ?= python3
 VENV       := .venv
 BIN        := $(CURDIR)/$(VENV)/bin
@@ -20,15 +21,18 @@ unexport MPLBACKEND
 BASE_STAMP    := $(VENV)/.stamp-base
 ORACLE_STAMP  := $(VENV)/.stamp-oracles
 JOBS          ?= 2
+# pip, quietly: drop the "Location ... is ignored" notes some pip configurations print.
+PIP           = $(PY) -m pip install -q
+QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test graphviz release autograde clean help
+.PHONY: book test setup setup-test graphviz mathjax release autograde clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
 	@echo "make release, make autograde - instructor commands (see README)"
 
-setup: graphviz $(BASE_STAMP)
+setup: graphviz $(BASE_STAMP) mathjax
 setup-test: setup $(ORACLE_STAMP)
 
 graphviz:
@@ -48,18 +52,23 @@ graphviz:
 	  exit 1; \
 	fi
 
+# MathJax is served from the built book (offline math, no CDN): fetched once with npm.
+mathjax: $(BASE_STAMP)
+	@$(PY) -c "import sys; sys.path.insert(0, 'tests'); from mathjax_assets import ensure_mathjax; \
+	  print('==> mathjax: local copy in', ensure_mathjax('.'))"
+
 $(BASE_STAMP): requirements.txt pyproject.toml
 	@echo "==> set-up: virtual environment in $(VENV) (Python: $$($(PYTHON) --version 2>&1))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> set-up: installing the pinned book/grading stack from requirements.txt"
-	@$(PY) -m pip install -q -r requirements.txt
+	@$(PIP) -r requirements.txt $(QUIET_PIP)
 	@echo "==> set-up: installing course_lib (editable) into $(VENV)"
-	@$(PY) -m pip install -q --no-deps -e .
+	@$(PIP) --no-deps -e . $(QUIET_PIP)
 	@touch $@
 
 $(ORACLE_STAMP): requirements-oracles.txt $(BASE_STAMP)
 	@echo "==> set-up: installing the test oracles (PyTorch CPU, JAX) from requirements-oracles.txt"
-	@$(PY) -m pip install -q -r requirements-oracles.txt
+	@$(PIP) -r requirements-oracles.txt $(QUIET_PIP)
 	@touch $@
 
 book: setup
