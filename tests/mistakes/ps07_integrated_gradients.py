@@ -1,0 +1,85 @@
+"""Typical mistakes in ps07 (Integrated Gradients), for ``tests/test_assignments.py``.
+
+Each entry swaps the named answer cells of the solution for a mistaken version and says which
+test cells must then score zero and what their failing assert must tell the student. Part 5
+(``shot_attributions``) uses the student's part 3, so a mistake there costs part 5 as well.
+"""
+
+MISTAKES = {
+    "right_rule_starts_at_zero": {
+        # np.arange(m) / m for every rule: the left points handed in as the right ones.
+        "replace": {
+            "riemann_alphas": '''def riemann_alphas(steps, method="right"):
+    """The `steps` points alpha_1 < ... < alpha_m of a Riemann sum on [0, 1]."""
+    offset = {"left": 0.0, "middle": 0.5, "right": 0.0}[method]
+    return (np.arange(steps) + offset) / steps
+''',
+        },
+        "fails": {"test_riemann_alphas"},
+        "message": "the right rule starts at 1/m",
+    },
+    "path_ignores_baseline": {
+        # alpha * x: the path of a zero baseline, used for every baseline.
+        "replace": {
+            "path": '''def path(x, baseline, alphas):
+    """The points baseline + alpha (x - baseline), one row per alpha: an array of shape (m, d)."""
+    return np.asarray(alphas, dtype=float)[:, None] * np.asarray(x, dtype=float)
+''',
+        },
+        "fails": {"test_path"},
+        "message": "only right for a zero baseline",
+    },
+    "forgot_times_displacement": {
+        # Returns the average gradient along the path, never multiplied by (x - baseline): tf-explain's bug.
+        "replace": {
+            "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    """Integrated Gradients by the right Riemann sum with `steps` points."""
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    alphas = np.arange(1, steps + 1) / steps
+    grads = f_grad(baseline + alphas[:, None] * (x - baseline))
+    return grads.mean(axis=0)
+''',
+        },
+        "fails": {"test_integrated_gradients_riemann", "test_shot_attributions"},
+        "message": "multiply the average gradient by (x - baseline)",
+    },
+    "left_points_in_ig": {
+        # alpha = k / m for k = 0 .. m-1: the sum starts at the baseline and never reaches x.
+        "replace": {
+            "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    """Integrated Gradients by the right Riemann sum with `steps` points."""
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    alphas = np.arange(steps) / steps
+    grads = f_grad(baseline + alphas[:, None] * (x - baseline))
+    return (x - baseline) * grads.mean(axis=0)
+''',
+        },
+        "fails": {"test_integrated_gradients_riemann", "test_shot_attributions"},
+        "message": "the left rule",
+    },
+    "divides_by_steps_twice": {
+        # Averages with mean() and then divides by steps again.
+        "replace": {
+            "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    """Integrated Gradients by the right Riemann sum with `steps` points."""
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    alphas = np.arange(1, steps + 1) / steps
+    grads = f_grad(baseline + alphas[:, None] * (x - baseline))
+    return (x - baseline) * grads.mean(axis=0) / steps
+''',
+        },
+        "fails": {"test_integrated_gradients_riemann", "test_shot_attributions"},
+        "message": "you divided by steps twice",
+    },
+    "gap_sign_flipped": {
+        # (f(x) - f(baseline)) - sum(attributions): the right size, the wrong sign.
+        "replace": {
+            "completeness_gap": '''def completeness_gap(attributions, f, x, baseline):
+    """sum(attributions) - (f(x) - f(baseline)), as a float (f is a model, see Tools)."""
+    return float((value(f, x) - value(f, baseline)) - np.sum(attributions))
+''',
+        },
+        "fails": {"test_completeness_gap"},
+        "message": "the sign is flipped",
+    },
+}
