@@ -1,7 +1,6 @@
 """graph: the explicit-graph engine, its sweeps and the tables the chapters print."""
 from __future__ import annotations
 
-import gc
 import math
 
 import pytest
@@ -12,16 +11,6 @@ from course_lib.graph import (
     log, mul, node_names, reverse, sin, sub, tangent_table, topological_order_forward,
     topological_order_reverse,
 )
-
-
-@pytest.fixture
-def no_gc():
-    """Pause the cyclic garbage collector: with 10**5 live nodes it only costs time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    yield
-    if was_enabled:
-        gc.enable()
 
 
 def example():

@@ -1,7 +1,6 @@
 """scalar.Value: operations, gradient semantics (PyTorch's), errors and deep graphs."""
 from __future__ import annotations
 
-import gc
 import math
 import sys
 
@@ -244,16 +243,6 @@ def test_small_expression_matches_torch():
 
 
 # ---- deep graphs -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def no_gc():
-    """Pause the cyclic garbage collector: with 10**6 live nodes it only costs time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    yield
-    if was_enabled:
-        gc.enable()
 
 
 def test_million_node_chain_at_the_default_recursion_limit(no_gc):

@@ -1,0 +1,287 @@
+"""Chapters 10 (*Neural networks*) and 13 (*The same in PyTorch and JAX*): the numbers the
+chapters print, recomputed here with course_lib (and PyTorch / JAX as oracles), and the
+executed notebooks really showing them.
+
+Chapter 10: MLP([4, 16, 3], rng=0) on the stratified Iris split with seed 4 (120/30),
+standardised with training statistics, 100 epochs of SGD (lr 0.1, minibatches of 16 shuffled
+by default_rng(1)): 29/30 held out; the same run in PyTorch gives the same losses.
+Chapter 13: L = b((a+b)(a-b)) at (1, 2): gradient (4, -11), Hessian [[4, 2], [2, -12]].
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course_lib.datasets import load_iris
+from course_lib.forward import jvp as forward_jvp
+from course_lib.functional import grad, hessian
+from course_lib.nn import MLP, SGD, cross_entropy
+from course_lib.scalar import Value
+from course_lib.tensor import no_grad
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CH10 = BOOK / "10_neural_networks.ipynb"
+CH13 = BOOK / "13_pytorch_and_jax.ipynb"
+SPLIT_SEED, EPOCHS, BATCH, LR = 4, 100, 16, 0.1
+# torch.func's forward mode scripts a helper with torch.jit.script, which torch 2.13 deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
+
+# ---- chapter 10: the training run, restated -------------------------------------------
+
+def stratified_split(labels, n_test_per_class, seed):
+    rng = np.random.default_rng(seed)
+    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:n_test_per_class]
+                           for c in np.unique(labels)])
+    return np.setdiff1d(np.arange(len(labels)), test), np.sort(test)
+
+
+def iris_split(seed=SPLIT_SEED):
+    X, y, _, _ = load_iris()
+    train, test = stratified_split(y, 10, seed)
+    mean, std = X[train].mean(axis=0), X[train].std(axis=0)
+    return (X[train] - mean) / std, y[train], (X[test] - mean) / std, y[test], test
+
+
+def train_course_lib(X_train, y_train):
+    model = MLP([4, 16, 3], rng=0)
+    optimiser = SGD(model.parameters(), lr=LR)
+    order_rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(EPOCHS):
+        order = order_rng.permutation(len(y_train))
+        for start in range(0, len(order), BATCH):
+            rows = order[start:start + BATCH]
+            optimiser.zero_grad()
+            loss = cross_entropy(model(X_train[rows]), y_train[rows])
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+    return model, np.array(losses)
+
+
+@pytest.fixture(scope="module")
+def run():
+    X_train, y_train, X_test, y_test, test_idx = iris_split()
+    model, losses = train_course_lib(X_train, y_train)
+    with no_grad():
+        predicted = model(X_test).data.argmax(axis=1)
+    return dict(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test, test_idx=test_idx,
+                model=model, losses=losses, predicted=predicted)
+
+
+def test_split_is_stratified_120_30(run):
+    assert np.bincount(run["y_train"]).tolist() == [40, 40, 40]
+    assert np.bincount(run["y_test"]).tolist() == [10, 10, 10]
+    assert np.allclose(run["X_train"].mean(axis=0), 0) and np.allclose(run["X_train"].std(axis=0), 1)
+    assert not np.allclose(run["X_test"].mean(axis=0), 0, atol=1e-3), "test set must use training statistics"
+
+
+def test_training_reaches_29_of_30_held_out(run):
+    assert len(run["losses"]) == EPOCHS * 8
+    assert run["losses"][:8].mean() > 0.9 and run["losses"][-8:].mean() < 0.1
+    assert int(np.sum(run["predicted"] == run["y_test"])) == 29
+
+
+def test_the_one_mistake_is_flower_133_virginica_as_versicolor(run):
+    wrong = np.flatnonzero(run["predicted"] != run["y_test"])
+    assert run["test_idx"][wrong].tolist() == [133]
+    assert (run["y_test"][wrong].tolist(), run["predicted"][wrong].tolist()) == ([2], [1])
+
+
+def test_backprop_formulas_of_the_chapter_match_backward():
+    X_train, y_train, *_ = iris_split()
+    probe = MLP([4, 16, 3], rng=0)
+    cross_entropy(probe(X_train), y_train).backward()
+    (W1, b1), (W2, b2) = [(layer.weight.data, layer.bias.data) for layer in probe.layers]
+    A1 = X_train @ W1 + b1
+    H = np.maximum(A1, 0)
+    logits = H @ W2 + b2
+    P = np.exp(logits - logits.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    Z_bar = (P - np.eye(3)[y_train]) / len(y_train)
+    A1_bar = (Z_bar @ W2.T) * (A1 > 0)
+    for p, manual in zip(probe.parameters(), [X_train.T @ A1_bar, A1_bar.sum(0), H.T @ Z_bar, Z_bar.sum(0)]):
+        np.testing.assert_allclose(p.grad, manual, rtol=1e-12, atol=1e-15)
+
+
+def test_pytorch_run_from_the_same_weights_gives_the_same_losses(run):
+    torch = pytest.importorskip("torch")
+    start = MLP([4, 16, 3], rng=0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).double()
+    with torch.no_grad():
+        for ours, theirs in zip(start.layers, [net[0], net[2]]):
+            theirs.weight.copy_(torch.from_numpy(ours.weight.data.T))
+            theirs.bias.copy_(torch.from_numpy(ours.bias.data))
+    optimiser = torch.optim.SGD(net.parameters(), lr=LR)
+    features, labels = torch.from_numpy(run["X_train"]), torch.from_numpy(run["y_train"])
+    order_rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(EPOCHS):
+        order = order_rng.permutation(len(labels))
+        for start_row in range(0, len(order), BATCH):
+            rows = torch.from_numpy(order[start_row:start_row + BATCH])
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(features[rows]), labels[rows])
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+    assert np.abs(np.array(losses) - run["losses"]).max() < 1e-10
+    for ours, theirs in zip(run["model"].layers, [net[0], net[2]]):
+        np.testing.assert_allclose(ours.weight.data, theirs.weight.detach().numpy().T, rtol=0, atol=1e-10)
+
+
+# ---- chapter 13: the scalar example in three libraries -----------------------------------
+
+def L(a, b):
+    return b * ((a + b) * (a - b))
+
+
+def L_vec(x):
+    return L(x[0], x[1])
+
+
+HESSIAN = [[4.0, 2.0], [2.0, -12.0]]
+
+
+@pytest.fixture(scope="module")
+def jax():
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def test_course_lib_gradient_and_hessian():
+    a, b = Value(1.0), Value(2.0)
+    out = L(a, b)
+    out.backward()
+    assert (out.data, a.grad, b.grad) == (-6.0, 4.0, -11.0)
+    assert [g.item() for g in grad(L, argnum=(0, 1))(1.0, 2.0)] == [4.0, -11.0]
+    assert hessian(L_vec)(np.array([1.0, 2.0])).data.tolist() == HESSIAN
+    assert [grad(grad(L, argnum=i), argnum=j)(1.0, 2.0).item() for i, j in [(0, 0), (0, 1), (1, 1)]] == [4.0, 2.0, -12.0]
+    assert [forward_jvp(L, (1.0, 2.0), v)[1] for v in [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]] == [4.0, -11.0, -7.0]
+
+
+def test_pytorch_gradient_and_hessian():
+    torch = pytest.importorskip("torch")
+    a = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    L(a, b).backward()
+    assert (a.grad.item(), b.grad.item()) == (4.0, -11.0)
+    assert torch.func.hessian(L_vec)(torch.tensor([1.0, 2.0], dtype=torch.float64)).tolist() == HESSIAN
+    a = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    da, db = torch.autograd.grad(L(a, b), (a, b), create_graph=True)
+    rows = [torch.autograd.grad(da, (a, b), retain_graph=True), torch.autograd.grad(db, (a, b))]
+    assert [[r.item() for r in row] for row in rows] == HESSIAN
+    primals = (torch.tensor(1.0, dtype=torch.float64), torch.tensor(2.0, dtype=torch.float64))
+    tangent = (torch.tensor(1.0, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.func.jvp(L, primals, tangent)[1].item() == -7.0
+
+
+def test_jax_gradient_and_hessian(jax):
+    assert [float(g) for g in jax.grad(L, argnums=(0, 1))(1.0, 2.0)] == [4.0, -11.0]
+    assert np.asarray(jax.hessian(L_vec)(jax.numpy.array([1.0, 2.0]))).tolist() == HESSIAN
+    assert float(jax.jvp(L, (1.0, 2.0), (1.0, 1.0))[1]) == -7.0
+    assert float(jax.grad(jax.grad(L))(1.0, 2.0)) == 4.0
+
+
+def test_chapter13_curve_derivatives_agree_with_the_formulas(jax):
+    from course_lib import tensor as ct
+    xs = np.linspace(-4, 4, 161)
+    df = grad(lambda x: (ct.sin(3 * x) * ct.exp(-x * x / 4)).sum())
+    d2f = grad(lambda x: df(x).sum())
+    envelope = np.exp(-xs**2 / 4)
+    exact1 = envelope * (3 * np.cos(3 * xs) - xs / 2 * np.sin(3 * xs))
+    exact2 = envelope * ((xs**2 / 4 - 9.5) * np.sin(3 * xs) - 3 * xs * np.cos(3 * xs))
+    assert np.abs(df(xs).data - exact1).max() < 1e-13
+    assert np.abs(d2f(xs).data - exact2).max() < 1e-13
+    f_jax = lambda x: jax.numpy.sin(3 * x) * jax.numpy.exp(-x * x / 4)
+    assert np.abs(np.asarray(jax.vmap(jax.grad(jax.grad(f_jax)))(xs)) - exact2).max() < 1e-13
+
+
+# ---- the executed notebooks ------------------------------------------------------------
+
+def tagged_text(path: Path, tag: str) -> str:
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert cells, f"no cell tagged {tag!r} in {path.name}"
+    return "".join(out.get("text", "") for c in cells for out in c.outputs if out.output_type == "stream")
+
+
+def test_chapter10_prints_the_recomputed_held_out_accuracy(run):
+    text = tagged_text(CH10, "ch10-train")
+    printed = re.search(r"held-out accuracy after 100 epochs: (\d+)/(\d+) = ([\d.]+)%", text)
+    assert printed, f"the training cell should print the held-out accuracy, it printed:\n{text}"
+    correct, total = int(printed.group(1)), int(printed.group(2))
+    assert (correct, total) == (int(np.sum(run["predicted"] == run["y_test"])), 30)
+    assert printed.group(3) == f"{100 * correct / total:.1f}"
+
+
+def test_chapter10_prints_the_confusion_matrix(run):
+    text = tagged_text(CH10, "ch10-confusion")
+    rows = [list(map(int, r)) for r in re.findall(r"^true \w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$", text, re.M)]
+    expected = np.zeros((3, 3), dtype=int)
+    np.add.at(expected, (run["y_test"], run["predicted"]), 1)
+    assert rows == expected.tolist()
+
+
+def test_chapter10_prints_parameter_gradient_shapes_and_checks():
+    text = tagged_text(CH10, "ch10-probe")
+    assert "131 parameters" in text
+    for name, shape in [("layers[0].weight", "(4, 16)"), ("layers[0].bias", "(16,)"),
+                        ("layers[1].weight", "(16, 3)"), ("layers[1].bias", "(3,)")]:
+        assert re.search(re.escape(name) + r"\s+" + re.escape(shape) + r"\s+" + re.escape(shape), text), name
+    checks = tagged_text(CH10, "ch10-gradcheck")
+    assert checks.count("formula matches backward(): True") == 4 and "False" not in checks
+
+
+def test_chapter10_split_table_matches_recomputation():
+    text = tagged_text(CH10, "ch10-splits")
+    printed = {int(s): int(n) for s, n in re.findall(r"split seed (\d+): held-out accuracy\s+(\d+)/30", text)}
+    assert sorted(printed) == list(range(6))
+    for seed in (0, 5):   # two of them, recomputed (each is a full training run)
+        X_train, y_train, X_test, y_test, _ = iris_split(seed)
+        model, _ = train_course_lib(X_train, y_train)
+        with no_grad():
+            assert printed[seed] == int(np.sum(model(X_test).data.argmax(axis=1) == y_test))
+
+
+def test_chapter10_prints_pytorch_agreement():
+    text = tagged_text(CH10, "ch10-torch")
+    assert "800 minibatch losses compared: all agree to 1e-10: True" in text
+    assert "final weights agree to 1e-10: True" in text
+    assert "PyTorch held-out accuracy: 29/30" in text
+
+
+@pytest.mark.parametrize("tag, expected", [
+    ("ch13-reverse-oo", ["course_lib Value    L = -6   dL/da = 4   dL/db = -11",
+                         "PyTorch backward()  L = -6   dL/da = 4   dL/db = -11"]),
+    ("ch13-reverse-functional", ["jax.value_and_grad            L = -6   dL/da = 4   dL/db = -11",
+                                 "course_lib.functional         L = -6   dL/da = 4   dL/db = -11"]),
+    ("ch13-hessian", ["course_lib.functional.hessian  [[4.0, 2.0], [2.0, -12.0]]",
+                      "torch.func.hessian             [[4.0, 2.0], [2.0, -12.0]]",
+                      "jax.hessian                    [[4.0, 2.0], [2.0, -12.0]]"]),
+    ("ch13-torch-second", ["Hessian, row by row: [[4.0, 2.0], [2.0, -12.0]]"]),
+    ("ch13-stop", ["course_lib: 4.0", "PyTorch:    4.0", "JAX:        4.0"]),
+])
+def test_chapter13_prints_the_numbers(tag, expected):
+    text = tagged_text(CH13, tag)
+    for piece in expected:
+        assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
+
+
+def test_chapter13_tables_of_jvps_and_second_derivatives():
+    rows = re.findall(r"^\((\S+), (\S+)\)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", tagged_text(CH13, "ch13-jvp"), re.M)
+    assert [[float(v) for v in row[2:]] for row in rows] == [[4.0] * 4, [-11.0] * 4, [-7.0] * 4]
+    nested = tagged_text(CH13, "ch13-nested")
+    for library in ("course_lib grad(grad)", "jax.grad(jax.grad)"):
+        assert re.search(re.escape(library) + r"\s+4\s+2\s+-12\s*$", nested, re.M), library
+    curves = tagged_text(CH13, "ch13-curves")
+    assert curves.count("below 1e-13: True") == 3
