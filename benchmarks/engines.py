@@ -13,10 +13,17 @@
 
 Everything runs in float64 on ONE core: PyTorch with ``torch.set_num_threads(1)`` and the
 NumPy-based engines with one BLAS thread (set before NumPy is imported), so that all
-columns do the same arithmetic with the same resources. Each timing is the best of
-several rounds, and the engines take turns within each round, so that background load
-hits them alike. HIPS autograd is optional (``pip install autograd``); PyTorch too.
+columns do the same arithmetic with the same resources. Times are CPU time of this
+process, the best of several rounds in which the engines take turns, so that background
+load hits them alike. HIPS autograd is optional (``pip install autograd``); PyTorch too.
 Nothing here is asserted: the script prints a table and ratios.
+
+Memory: by default glibc hands large freed blocks back to the operating system and
+takes fresh zeroed pages for the next allocation. In a virtual machine each such page
+fault is expensive, and the cost then depends on how much memory an engine keeps alive
+(an autodiff engine keeps the whole forward graph) more than on the arithmetic. The
+script therefore asks glibc (``mallopt``) to keep freed memory for reuse, for every
+engine alike; ``--default-malloc`` skips that.
 """
 from __future__ import annotations
 
@@ -26,8 +33,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
+import ctypes  # noqa: E402
+import ctypes.util  # noqa: E402
+import importlib.metadata  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -55,14 +65,28 @@ except ImportError:
     autograd = None
 
 
+def keep_freed_memory() -> bool:
+    """Ask glibc to serve large arrays from the heap and not to return freed memory to the OS."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 64 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20))
+    except (OSError, AttributeError, TypeError):  # not glibc
+        return False
+
+
 def best_times(candidates: dict[str, Callable[[], object]], number: int, rounds: int) -> dict[str, float]:
-    """Seconds per call of each candidate: the minimum over ``rounds``, candidates interleaved."""
+    """CPU seconds per call of each candidate: the minimum over ``rounds``, candidates interleaved.
+
+    CPU time of this process (not wall-clock time) leaves out the time other programs
+    hold the core, so the numbers hold up on a busy machine.
+    """
     for fn in candidates.values():  # warm up (imports, caches, allocator)
         fn()
     best = {name: float("inf") for name in candidates}
     for _ in range(rounds):
         for name, fn in candidates.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=number) / number)
+            best[name] = min(best[name], timeit.Timer(fn, timer=time.process_time).timeit(number) / number)
     return best
 
 
@@ -85,20 +109,40 @@ def mlp_candidates() -> dict[str, Callable[[], object]]:
         log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
         return -log_probs[rows, labels].mean()
 
+    def numpy_by_hand() -> list:
+        """The same forward pass with the backward pass written out by hand: the floor for an engine."""
+        pre, post = [], [x]
+        for k, (w, b) in enumerate(zip(weights, biases)):
+            pre.append(post[-1] @ w + b)
+            post.append(np.maximum(pre[-1], 0.0) if k < len(weights) - 1 else pre[-1])
+        shifted = post[-1] - post[-1].max(axis=1, keepdims=True)
+        probs = np.exp(shifted)
+        probs /= probs.sum(axis=1, keepdims=True)
+        g = probs  # d(mean cross-entropy)/d(logits) = (softmax - one_hot) / batch
+        g[rows, labels] -= 1.0
+        g /= BATCH
+        grads = []
+        for k in reversed(range(len(weights))):
+            grads += [post[k].T @ g, g.sum(axis=0)]
+            if k:
+                g = (g @ weights[k].T) * (pre[k - 1] > 0)
+        return grads
+
     model = MLP(SIZES, rng=0)
     for layer, w, b in zip(model.layers, weights, biases):
         layer.weight.data, layer.bias.data = w.copy(), b.copy()
-    inputs = Tensor(x)
+    inputs, params = Tensor(x), model.parameters()
 
     def course_lib_step() -> None:
-        model.zero_grad()
+        for p in params:
+            p.grad = None
         cross_entropy(model(inputs), labels).backward()
 
     def course_lib_forward() -> object:
         return cross_entropy(model(inputs), labels)
 
-    candidates = {"NumPy forward only": numpy_forward, "course_lib forward only": course_lib_forward,
-                  "course_lib": course_lib_step}
+    candidates = {"NumPy forward only": numpy_forward, "NumPy by hand (fwd+bwd)": numpy_by_hand,
+                  "course_lib forward only": course_lib_forward, "course_lib": course_lib_step}
 
     if torch is not None:
         tx, tlabels = torch.tensor(x), torch.tensor(labels)
@@ -169,10 +213,13 @@ def chain_candidates() -> dict[str, Callable[[], object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier numbers)")
+    parser.add_argument("--default-malloc", action="store_true", help="leave glibc's memory settings alone")
     args = parser.parse_args()
     rounds = 3 if args.quick else 15
+    kept = not args.default_malloc and keep_freed_memory()
 
-    print(f"All engines in float64 on one core (PyTorch 1 thread, NumPy BLAS 1 thread); best of {rounds} interleaved rounds.")
+    print(f"All engines in float64 on one core (PyTorch 1 thread, NumPy BLAS 1 thread); CPU time, best of {rounds} interleaved rounds.")
+    print("glibc keeps freed memory for reuse (mallopt)." if kept else "Default glibc memory settings.")
     print(f"NumPy {np.__version__}" + (f", PyTorch {torch.__version__}" if torch else ", PyTorch not installed")
           + (f", autograd {importlib.metadata.version('autograd')}" if autograd else ""))
     if autograd is None:
@@ -184,8 +231,9 @@ def main() -> None:
     print(f"   {'engine':<26}{'ms':>9}{'x NumPy forward':>18}")
     for name, t in times.items():
         print(f"   {name:<26}{t * 1e3:>9.3f}{t / base:>18.2f}")
-    ours = times["course_lib"]
-    print(f"   course_lib backward / its own forward: {(ours - times['course_lib forward only']) / times['course_lib forward only']:.2f}")
+    ours, own_forward = times["course_lib"], times["course_lib forward only"]
+    print(f"   course_lib backward / its own forward: {(ours - own_forward) / own_forward:.2f}")
+    print(f"   course_lib / NumPy by hand: {ours / times['NumPy by hand (fwd+bwd)']:.2f} (the engine's overhead over hand-written gradients)")
     for other in ("PyTorch eager", "HIPS autograd"):
         if other in times:
             print(f"   course_lib is {times[other] / ours:.2f}x as fast as {other}")
@@ -207,7 +255,11 @@ def main() -> None:
     sys.path.insert(0, str(scalar_script.parent))
     import scalar  # noqa: E402  (benchmarks/scalar.py)
 
-    scalar.main()
+    argv, sys.argv = sys.argv, [str(scalar_script)] + (["--repeats", "3"] if args.quick else [])
+    try:
+        scalar.main()
+    finally:
+        sys.argv = argv
 
 
 if __name__ == "__main__":

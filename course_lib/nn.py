@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.tensor import Tensor
+from course_lib.tensor import Tensor, affine
 
 RNG = int | np.random.Generator | None
 """A seed or a NumPy Generator (``np.random.default_rng`` accepts both)."""
@@ -55,7 +55,7 @@ class Linear(Module):
         self.bias = Tensor(rng.uniform(-bound, bound, out_features), requires_grad=True, label="bias")
 
     def forward(self, x: Tensor) -> Tensor:
-        return x @ self.weight + self.bias
+        return affine(x, self.weight, self.bias)  # x @ weight + bias as one node
 
     def __repr__(self) -> str:
         return f"Linear({self.weight.shape[0]}, {self.weight.shape[1]})"
@@ -103,8 +103,8 @@ def _class_indices(labels: Any, n: int, n_classes: int) -> np.ndarray:
     values = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
     if values.dtype.kind == "f" and not isinstance(labels, Tensor):
         raise TypeError(f"labels must be integers (class indices), got dtype {values.dtype}: convert with labels.astype(int)")
-    if values.dtype.kind not in "iuf" or not np.all(values == np.round(values)):
-        raise TypeError("labels must be whole-number class indices")
+    if values.dtype.kind not in "iuf" or (values.dtype.kind == "f" and not np.all(values == np.round(values))):
+        raise TypeError(f"labels must be whole-number class indices, got dtype {values.dtype}")
     if values.shape != (n,):
         raise ValueError(f"labels must have shape ({n},), one class index per row of logits; got {values.shape}")
     if n and (values.min() < 0 or values.max() >= n_classes):

@@ -36,12 +36,12 @@ from course_lib.toposort import child_count_order
 
 __all__ = [
     "Tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "record", "defvjp", "defvjp_argnum",
-    "VJP_RULES", "unbroadcast", "gradients", "where", "stack", "exp", "log", "sin", "cos", "tanh",
+    "VJP_RULES", "unbroadcast", "gradients", "affine", "where", "stack", "exp", "log", "sin", "cos", "tanh",
     "relu", "sigmoid", "sqrt", "softmax", "log_softmax",
 ]
 
 _FLOAT64 = np.dtype(np.float64)
-_NUMBERS = (int, float, np.integer, np.floating)
+_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _parents_of = attrgetter("_parents")
 
 
@@ -83,17 +83,26 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
     """``self <op> other`` and the reflected ``other <op> self`` for Tensor methods.
 
     ``other`` may be a Tensor, a number or a real ndarray; for anything else the method
-    returns ``NotImplemented``, so Python raises its usual TypeError.
+    returns ``NotImplemented``, so Python raises its usual TypeError. A number or array
+    becomes a constant parent only if a node is recorded at all.
     """
 
     def method(self: Tensor, other: Any) -> Tensor:
-        if type(other) is not Tensor and (other := _lift(other)) is NotImplemented:
-            return NotImplemented
+        if not isinstance(other, Tensor):
+            if not _is_constant(other):
+                return NotImplemented
+            if not (_grad_enabled and self.requires_grad):
+                return record(op, fn(self.data, other), ())  # no node, so no need to wrap the constant
+            other = record("", other, ())
         return record(op, fn(self.data, other.data), (self, other))
 
     def reflected(self: Tensor, other: Any) -> Tensor:
-        if type(other) is not Tensor and (other := _lift(other)) is NotImplemented:
-            return NotImplemented
+        if not isinstance(other, Tensor):
+            if not _is_constant(other):
+                return NotImplemented
+            if not (_grad_enabled and self.requires_grad):
+                return record(op, fn(other, self.data), ())
+            other = record("", other, ())
         return record(op, fn(other.data, self.data), (other, self))
 
     return method, reflected
@@ -160,6 +169,8 @@ class Tensor:
         if self.data.size != 1:
             raise ValueError(f"item() needs a Tensor with one element, this one has shape {self.shape}")
         return float(self.data.reshape(()))
+
+    __float__ = item
 
     def numpy(self) -> np.ndarray:
         """The data (not a copy)."""
@@ -271,16 +282,19 @@ class Tensor:
     # -- shapes --------------------------------------------------------------------------
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """Same values, new shape (one entry may be -1); ``reshape(2, 3)`` or ``reshape((2, 3))``."""
-        data = self.data.reshape(shape[0] if len(shape) == 1 else shape)
-        return self if data.shape == self.data.shape else record("reshape", data, (self,))
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
+        if tuple(shape) == self.data.shape:
+            return self  # nothing to do, no node
+        return record("reshape", self.data.reshape(shape), (self,))
 
     def transpose(self, *axes: int) -> Tensor:
         """Permute the axes (reverse them when none are given), like ``np.transpose``."""
+        ndim = self.data.ndim
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        axes = tuple(range(self.ndim))[::-1] if not axes else tuple(int(a) % self.ndim for a in axes)
-        if axes == tuple(range(self.ndim)):
-            return self
+        axes = tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in axes)
+        if axes == tuple(range(ndim)):
+            return self  # nothing to do, no node
         return record("transpose", self.data.transpose(axes), (self,), (axes,))
 
     T = property(lambda self: self.transpose(), doc="All axes reversed (the matrix transpose for 2-D).")
@@ -328,13 +342,16 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     return out
 
 
+def _is_constant(x: Any) -> bool:
+    """Whether ``x`` is a number or a real (bool, integer or float) array."""
+    return isinstance(x, _NUMBERS) or (isinstance(x, np.ndarray) and x.dtype.kind in "biuf")
+
+
 def _lift(x: Any) -> Tensor:
     """``x`` as a Tensor: numbers and real arrays become constants; anything else is refused."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, _NUMBERS) or (isinstance(x, np.ndarray) and x.dtype.kind in "biuf"):
-        return record("", x, ())
-    return NotImplemented
+    return record("", x, ()) if _is_constant(x) else NotImplemented
 
 
 def _plain_index(index: Any) -> Any:
@@ -367,6 +384,21 @@ def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
         raise TypeError("stack() needs a non-empty sequence of Tensors (or numbers / real arrays)")
     axis = axis % (parts[0].ndim + 1)
     return record("stack", np.stack([p.data for p in parts], axis=axis), parts, (axis,))
+
+
+def affine(x: Any, weight: Any, bias: Any) -> Tensor:
+    """``x @ weight + bias`` as one op, like PyTorch's ``addmm``: the bias is added in place
+    into the product's fresh buffer, so the graph gets one node and one array fewer.
+    Its VJP is the matmul's for ``x`` and ``weight`` and the add's for ``bias``."""
+    x, weight, bias = _lift(x), _lift(weight), _lift(bias)
+    if x is NotImplemented or weight is NotImplemented or bias is NotImplemented:
+        raise TypeError("affine(x, weight, bias) needs Tensors, numbers or real arrays")
+    data = _matmul(x.data, weight.data)
+    if np.ndim(data) and np.broadcast_shapes(data.shape, bias.data.shape) == data.shape:
+        data += bias.data
+    else:  # the bias has more axes than the product, or the product is a number
+        data = data + bias.data
+    return record("affine", data, (x, weight, bias))
 
 
 def _tensor_function(name: str) -> Callable[..., Tensor]:
@@ -443,7 +475,11 @@ def _backprop(
                 key = id(parent)
                 if not parent.requires_grad or (needed is not None and key not in needed):
                     continue
-                contribution = _rule(rules, i, node)(g, node, *args)
+                try:
+                    rule = rules[i]
+                except IndexError:
+                    raise NotImplementedError(f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument") from None
+                contribution = rule(g, node, *args)
                 if type(contribution) is not Tensor or contribution.data.shape != parent.data.shape:
                     contribution = _checked(contribution, i, node)
                 previous = grads.get(key)
@@ -459,13 +495,6 @@ def _backprop(
                     grads[key] = previous + contribution
                     if not create_graph:
                         owned.add(key)
-
-
-def _rule(rules: Sequence[Callable], i: int, node: Tensor) -> Callable[..., Tensor]:
-    try:
-        return rules[i]
-    except IndexError:
-        raise NotImplementedError(f"op {node._op!r} has no VJP rule for argument {i}: defvjp needs one rule per argument") from None
 
 
 def _checked(result: Any, i: int, node: Tensor) -> Tensor:
@@ -611,12 +640,8 @@ def _pow_vjp_base(g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> Tensor:
     return unbroadcast(g * b * a ** (b - 1), a.shape)
 
 
-def _clip_vjp(g: Tensor, out: Tensor, a: Tensor, low: float, high: float) -> Tensor:
-    return where((a.data >= low) & (a.data <= high), g, 0.0)
-
-
 def _stack_vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
-    axis = args[-1]
+    axis = args[-1]  # args: the stacked tensors, then the axis
     return g[(slice(None),) * axis + (i,)]
 
 
@@ -627,17 +652,20 @@ def _scatter_add(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     return record("scatter_add", data, (g,), (index, shape))
 
 
-defvjp("add", lambda g, out, a, b: unbroadcast(g, a.data.shape),
-              lambda g, out, a, b: unbroadcast(g, b.data.shape))
-defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.data.shape),
-              lambda g, out, a, b: unbroadcast(-g, b.data.shape))
-defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.data.shape),
-              lambda g, out, a, b: unbroadcast(g * a, b.data.shape))
+defvjp("add", lambda g, out, a, b: unbroadcast(g, a.shape),
+              lambda g, out, a, b: unbroadcast(g, b.shape))
+defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.shape),
+              lambda g, out, a, b: unbroadcast(-g, b.shape))
+defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.shape),
+              lambda g, out, a, b: unbroadcast(g * a, b.shape))
 defvjp("div", lambda g, out, a, b: unbroadcast(g / b, a.shape),
               lambda g, out, a, b: unbroadcast(-g * out / b, b.shape))
 defvjp("pow", _pow_vjp_base,
               lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape))
 defvjp("matmul", partial(_matmul_vjp, 0), partial(_matmul_vjp, 1))
+defvjp("affine", lambda g, out, x, weight, bias: _matmul_vjp(0, g, out, x, weight),
+                 lambda g, out, x, weight, bias: _matmul_vjp(1, g, out, x, weight),
+                 lambda g, out, x, weight, bias: unbroadcast(g, bias.shape))
 defvjp("neg", lambda g, out, a: -g)
 defvjp("exp", lambda g, out, a: g * out)
 defvjp("log", lambda g, out, a: g / a)
@@ -645,10 +673,10 @@ defvjp("sin", lambda g, out, a: g * a.cos())
 defvjp("cos", lambda g, out, a: -g * a.sin())
 defvjp("tanh", lambda g, out, a: g * (1.0 - out * out))
 defvjp("sigmoid", lambda g, out, a: g * out * (1.0 - out))
-defvjp("relu", lambda g, out, a: where(a.data > 0, g, 0.0))
+defvjp("relu", lambda g, out, a: g * (a.data > 0))
 defvjp("sqrt", lambda g, out, a: g / (2.0 * out))
 defvjp("abs", lambda g, out, a: g * np.sign(a.data))
-defvjp("clip", _clip_vjp)
+defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)))
 defvjp("where", lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),
                 lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape))
 defvjp("sum", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims))

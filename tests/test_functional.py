@@ -15,7 +15,9 @@ jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
 
 SETTINGS = settings(max_examples=30, deadline=None)
-vectors = hnp.arrays(np.float64, st.integers(1, 4), elements=st.floats(-2.0, 2.0, allow_nan=False))
+# XLA flushes subnormal numbers to zero, NumPy keeps them: leave them out of the comparison.
+reals = st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False)
+vectors = hnp.arrays(np.float64, st.integers(1, 4), elements=reals)
 
 
 def L(x: Tensor) -> Tensor:
@@ -106,44 +108,60 @@ def f_jax(x):
     return jnp.tanh(jnp.sin(x) * x[0] + jnp.exp(x) * 0.5) * x.sum()
 
 
+# JAX's eager mode re-traces every call (about a second per Hessian): compile each once.
+jax_vjp = jax.jit(lambda x, v: jax.vjp(f_jax, x)[1](v)[0])
+jax_jvp = jax.jit(lambda x, v: jax.jvp(f_jax, (x,), (v,))[1])
+jax_jacobian = jax.jit(jax.jacobian(f_jax))
+
+
 @SETTINGS
 @given(vectors, st.data())
 def test_vjp_jvp_jacobian_against_jax(x, data):
-    v_out = data.draw(hnp.arrays(np.float64, x.shape, elements=st.floats(-2.0, 2.0)))
-    v_in = data.draw(hnp.arrays(np.float64, x.shape, elements=st.floats(-2.0, 2.0)))
+    v_out = data.draw(hnp.arrays(np.float64, x.shape, elements=reals))
+    v_in = data.draw(hnp.arrays(np.float64, x.shape, elements=reals))
     y, vjp_fn = vjp(f_ours, x)
-    jy, jax_vjp = jax.vjp(f_jax, x)
-    np.testing.assert_allclose(y.data, jy, rtol=1e-10)
-    np.testing.assert_allclose(vjp_fn(v_out).data, jax_vjp(v_out)[0], rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(vjp_fn(v_in).data, jax_vjp(v_in)[0], rtol=1e-8, atol=1e-12)  # called again
+    np.testing.assert_allclose(y.data, f_jax(x), rtol=1e-10)
+    np.testing.assert_allclose(vjp_fn(v_out).data, jax_vjp(x, v_out), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(vjp_fn(v_in).data, jax_vjp(x, v_in), rtol=1e-8, atol=1e-12)  # called again
     y2, jv = jvp(f_ours, x, v_in)
-    np.testing.assert_allclose(jv.data, jax.jvp(f_jax, (x,), (v_in,))[1], rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(jacobian(f_ours)(x).data, jax.jacobian(f_jax)(x), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(jv.data, jax_jvp(x, v_in), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(jacobian(f_ours)(x).data, jax_jacobian(x), rtol=1e-8, atol=1e-12)
+
+
+def g_ours(t: Tensor) -> Tensor:
+    return (t.sin() * t.cos().sum() + (t * t).softmax() * t).sum() + (t[0] - 1.0) ** 3
+
+
+def g_jax(t):
+    return (jnp.sin(t) * jnp.cos(t).sum() + jax.nn.softmax(t * t) * t).sum() + (t[0] - 1.0) ** 3
+
+
+jax_hessian = jax.jit(jax.hessian(g_jax))
+
+
+def h_ours(x):
+    return exp(sin(x)) * cos(x) + tanh(x) ** 2
+
+
+jax_fourth = jax.jit(jax.grad(jax.grad(jax.grad(jax.grad(lambda x: jnp.exp(jnp.sin(x)) * jnp.cos(x) + jnp.tanh(x) ** 2)))))
 
 
 @SETTINGS
 @given(vectors)
 def test_hessian_against_jax(x):
-    def g_ours(t):
-        return (t.sin() * t.cos().sum() + (t * t).softmax() * t).sum() + (t[0] - 1.0) ** 3
-
-    def g_jax(t):
-        return (jnp.sin(t) * jnp.cos(t).sum() + jax.nn.softmax(t * t) * t).sum() + (t[0] - 1.0) ** 3
-
-    np.testing.assert_allclose(hessian(g_ours)(x).data, jax.hessian(g_jax)(x), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(hessian(g_ours)(x).data, jax_hessian(x), rtol=1e-8, atol=1e-10)
 
 
 @SETTINGS
-@given(st.floats(-2.0, 2.0))
+@given(reals)
 def test_fourth_derivative_against_jax(x0):
-    def f(x):
-        return exp(sin(x)) * cos(x) + tanh(x) ** 2
+    ours = grad(grad(grad(grad(h_ours))))(x0).item()
+    assert ours == pytest.approx(float(jax_fourth(x0)), rel=1e-8, abs=1e-10)
 
-    def f_j(x):
-        return jnp.exp(jnp.sin(x)) * jnp.cos(x) + jnp.tanh(x) ** 2
 
-    ours = grad(grad(grad(grad(f))))(x0).item()
-    assert ours == pytest.approx(float(jax.grad(jax.grad(jax.grad(jax.grad(f_j))))(x0)), rel=1e-8, abs=1e-10)
+def test_third_derivative_of_a_square_at_zero_is_zero_not_nan():
+    assert grad(grad(grad(lambda x: x**2)))(0.0).item() == 0.0
+    assert grad(grad(grad(lambda x: x**3)))(0.0).item() == 6.0
 
 
 def test_jacobian_shapes_and_third_order_tensor():

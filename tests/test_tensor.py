@@ -10,6 +10,7 @@ from course_lib.check import gradcheck
 from course_lib.tensor import (
     VJP_RULES,
     Tensor,
+    affine,
     defvjp,
     gradients,
     is_grad_enabled,
@@ -39,6 +40,9 @@ def test_fresh_tensor_attributes():
     assert t._parents == () and t._op == ""
     assert t.shape == (1, 3) and t.ndim == 2 and t.size == 3 and len(t) == 1
     assert Tensor(1.0, requires_grad=True, label="x").label == "x"
+    assert Tensor([[2.5]]).item() == 2.5 and float(Tensor(2.5)) == 2.5
+    with pytest.raises(ValueError, match="one element"):
+        Tensor([1.0, 2.0]).item()
 
 
 def test_complex_input_is_refused():
@@ -348,16 +352,19 @@ def test_deep_graph_at_default_recursion_limit():
     x = Tensor(1.0, requires_grad=True)
     y = x
     for _ in range(100_000):
-        y = y * 1.0 + 0.0  # 200,000 nodes in a chain
+        y = y * 1.0  # a chain 100,000 nodes deep
     y.backward()
     assert x.grad == 1.0
+    (g,) = gradients(y, [x])
+    assert g.item() == 1.0
+    del y  # freeing the chain must not recurse either
 
 
 # ----------------------------------------------------------------------------- the VJP table
 def test_every_recorded_op_has_a_rule():
     ops = {"add", "sub", "mul", "div", "pow", "matmul", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu",
            "sqrt", "abs", "clip", "where", "sum", "mean", "max", "softmax", "log_softmax", "reshape", "transpose",
-           "broadcast_to", "getitem", "scatter_add", "identity", "stack"}
+           "broadcast_to", "getitem", "scatter_add", "identity", "stack", "affine"}
     assert ops <= set(VJP_RULES)
 
 
@@ -431,6 +438,7 @@ ARRAY_OPS = {
     "pow": lambda a, b: ((a.abs() + 0.5) ** b).sum(),
     "pow_number": lambda a, b: (a**3).sum() + (b**2.5).sum(),
     "matmul": lambda a, b: (a @ b.T).sum(),
+    "affine": lambda a, b: (affine(a, b.T, a[0, :2]) ** 2).sum() + (affine(a[0], b.T, b[:, 0]) ** 2).sum(),
     "neg": lambda a, b: (-a * b).sum(),
     "exp": lambda a, b: a.exp().sum(),
     "log": lambda a, b: (a * a + 1.0).log().sum(),
@@ -474,3 +482,16 @@ def test_gradcheck_catches_a_wrong_rule():
             gradcheck(f, np.array([0.3, 1.0]))
     finally:
         del VJP_RULES["test_wrong_sin"]
+
+
+@pytest.mark.parametrize("name", ["mul", "div", "pow", "matmul", "affine", "exp", "log", "tanh", "sigmoid", "softmax", "log_softmax",
+                                  "max_axis", "getitem", "stack", "broadcasting", "sqrt", "where"])
+def test_gradcheck_of_recorded_gradients(name):
+    # The gradient computed with create_graph=True is itself differentiable: check its own gradient.
+    def first_derivative_norm(a, b):
+        ga, gb = gradients(ARRAY_OPS[name](a, b), [a, b], create_graph=True)
+        return (ga * ga).sum() + (gb * gb * a).sum()
+
+    a = rng.uniform(-1.5, 1.5, (2, 3))
+    b = rng.uniform(0.5, 1.5, (2, 3))
+    assert gradcheck(first_derivative_norm, a, b)

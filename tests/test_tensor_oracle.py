@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from course_lib.tensor import Tensor, gradients, stack, where
+from course_lib.tensor import Tensor, affine, gradients, stack, where
 
 torch = pytest.importorskip("torch")
 
@@ -20,7 +20,7 @@ SETTINGS = settings(max_examples=30, deadline=None)
 
 
 def floats(low: float, high: float) -> st.SearchStrategy[float]:
-    return st.floats(low, high, allow_nan=False, allow_infinity=False)
+    return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
 def arrays(shape: tuple[int, ...], low: float = -3.0, high: float = 3.0) -> st.SearchStrategy[np.ndarray]:
@@ -201,6 +201,15 @@ def test_matmul_1d_2d_batched(pair):
     compare(lambda a, b: a @ b, lambda a, b: a @ b, *pair)
 
 
+@SETTINGS
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.booleans(), st.data())
+def test_affine_is_matmul_plus_bias(n, k, m, one_row, data):
+    x_shape, out_shape = ((k,), (m,)) if one_row else ((n, k), (n, m))
+    bias_shapes = [out_shape[i:] for i in range(len(out_shape) + 1)] + [(1, m), (n, 1), (2, n, m)]
+    x, w, b = data.draw(arrays(x_shape)), data.draw(arrays((k, m))), data.draw(arrays(data.draw(st.sampled_from(bias_shapes))))
+    compare(affine, lambda x, w, b: x @ w + b, x, w, b)
+
+
 # ----------------------------------------------------------------------------- shapes and indexing
 @SETTINGS
 @given(shapes.flatmap(arrays), st.data())
@@ -210,6 +219,15 @@ def test_reshape_and_transpose(a, data):
     compare(lambda x: x.reshape(a.shape[::-1]), lambda x: x.reshape(a.shape[::-1]), a)
     compare(lambda x: x.transpose(*perm), lambda x: x.permute(tuple(perm)), a)
     compare(lambda x: x.T, lambda x: x.permute(tuple(reversed(range(a.ndim)))), a)
+
+
+@SETTINGS
+@given(shapes, st.data())
+def test_broadcast_to(target, data):
+    dropped = data.draw(st.integers(0, len(target)))  # leading axes the broadcast adds
+    shape = tuple(1 if data.draw(st.booleans()) else n for n in target[dropped:])  # axes it stretches
+    a = data.draw(arrays(shape))
+    compare(lambda x: x.broadcast_to(target), lambda x: x.broadcast_to(target), a)
 
 
 @SETTINGS
