@@ -1,0 +1,220 @@
+"""The recorded benchmark data behind chapter 14, the chapter that shows it, and the script
+that records it.
+
+Assertions are made on the RECORDED file only (fixed data, so the tests are deterministic);
+the script itself is only smoke-tested on tiny sizes, with no assertion on any timing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from importlib import resources
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "book" / "14_performance.ipynb"
+SECTIONS = {"meta", "gradient_cost", "mlp", "per_op", "deep_graphs", "scalar_vs_tensor", "scalar_mlp", "memory"}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    path = resources.files("course_lib").joinpath("data/benchmarks.json")
+    assert path.is_file(), "course_lib/data/benchmarks.json is missing: run python benchmarks/record.py"
+    return json.loads(path.read_text())
+
+
+def numbers(tree) -> list[float]:
+    """Every number in a nested structure of dicts and lists (None skipped)."""
+    if isinstance(tree, dict):
+        return [x for value in tree.values() for x in numbers(value)]
+    if isinstance(tree, list):
+        return [x for value in tree for x in numbers(value)]
+    return [tree] if isinstance(tree, (int, float)) and not isinstance(tree, bool) else []
+
+
+def structure(tree, depth: int = 2):
+    """The dict keys of a nested structure, ``depth`` levels down."""
+    if isinstance(tree, dict) and depth:
+        return {key: structure(value, depth - 1) for key, value in tree.items()}
+    return None
+
+
+# ----------------------------------------------------------------------------- the data file
+def test_file_has_all_sections_and_metadata(results):
+    assert set(results) == SECTIONS
+    meta = results["meta"]
+    assert meta["date"][:2] == "20" and len(meta["date"]) == 10
+    assert meta["machine"]["logical_cores"] >= 1
+    for package in ("python", "numpy", "torch"):
+        assert meta["versions"][package], f"version of {package} not recorded"
+    assert "median" in meta["method"] and "process_time" in meta["method"]
+
+
+def test_every_time_is_positive_and_finite(results):
+    for section in ("gradient_cost", "mlp", "per_op", "deep_graphs", "scalar_vs_tensor", "scalar_mlp"):
+        values = numbers(results[section])
+        assert values, section
+        assert all(math.isfinite(v) and v > 0 for v in values), f"non-positive or infinite number in {section}"
+
+
+def test_reverse_mode_ratio_is_flat_while_forward_mode_and_differences_grow(results):
+    cost = results["gradient_cost"]
+    n = np.array(cost["n"])
+    ratio = {name: np.array(values) for name, values in cost["ratio_to_function"].items()}
+    assert n.min() == 1 and n.max() >= 1000
+    big = n >= 10
+    reverse = ratio["reverse mode"][big]
+    assert reverse.max() / reverse.min() < 3, "the reverse-mode ratio should not grow with n"
+    growth = n.max() / 10
+    for method in ("forward mode", "central differences"):
+        r = ratio[method]
+        assert r[-1] / r[n == 10][0] > 0.3 * growth, f"{method} should grow linearly in n"
+    # central differences approach 2n evaluations as n grows
+    large = n >= 100
+    fd = ratio["central differences"][large]
+    assert np.all((fd > 1.5 * n[large]) & (fd < 5 * n[large]))
+    # the chapter's claims: the backward sweep costs about as much again as the recording pass,
+    # reverse mode beats 2n evaluations from a dozen or two inputs on, forward mode is the dearest
+    backward_share = ratio["reverse mode"] / ratio["taped forward"]
+    assert np.all((backward_share > 1.5) & (backward_share < 3)), "the chapter says: around 2"
+    assert 5 <= n[ratio["reverse mode"] < 2 * n].min() <= 50
+    assert np.all(ratio["forward mode"][n >= 2] > ratio["central differences"][n >= 2])
+
+
+def test_mlp_shows_the_cheap_gradient_constant(results):
+    mlp = results["mlp"]
+    assert mlp["sizes"] == [64, 256, 256, 10] and mlp["batch"] == 256
+    ratio = mlp["ratio_to_numpy_forward"]
+    assert ratio["NumPy forward only"] == 1.0
+    assert 2 < ratio["course_lib"] < 6, "course_lib's training step should cost a few NumPy forward passes"
+    assert 2 < mlp["course_lib_gradient_over_own_forward"] < 6
+    assert 0.8 < ratio["course_lib forward only"] < 1.5, "no_grad forward should cost about as much as NumPy"
+    assert 2 < ratio["NumPy by hand (fwd+bwd)"] < 4, "a hand-written backward pass costs about 2 forward passes"
+    for engine in ("PyTorch eager", "HIPS autograd", "JAX jit"):
+        assert 1.5 < ratio[engine] < 8, engine
+
+
+def test_per_op_overhead_orders_the_engines_as_the_chapter_says(results):
+    us = results["per_op"]["microseconds_per_op"]
+    assert us["Python float, no AD"] < us["NumPy, no AD"] < us["course_lib (Value)"] < us["course_lib (Tensor)"]
+    assert us["course_lib (Tensor)"] < us["PyTorch eager"] < us["HIPS autograd"]
+    assert 0.3 < us["course_lib (Value)"] < 5 and 0.3 < us["micrograd"] < 5
+    assert us["JAX jit"] < us["course_lib (Value)"], "the chapter: compiled is cheaper than any eager engine"
+
+
+def test_deep_graphs_scale_linearly_and_micrograd_fails_at_1000(results):
+    deep = results["deep_graphs"]
+    ours = deep["course_lib (Value)"]
+    depth = np.array(ours["depth"])
+    assert depth.max() == 10**6
+    for key in ("build_seconds", "backward_seconds"):
+        per_node = np.array(ours[key]) / depth
+        assert per_node.max() / per_node[depth >= 1000].min() < 5, f"{key} should grow linearly with depth"
+    assert deep["micrograd_fails_at"]["depth"] == 1000
+    assert deep["micrograd_fails_at"]["error"].startswith("RecursionError")
+
+
+def test_tensor_engine_wins_for_long_vectors_and_loses_for_tiny_ones(results):
+    svt = results["scalar_vs_tensor"]
+    value, tensor = svt["seconds"]["course_lib (Value)"], svt["seconds"]["course_lib (Tensor)"]
+    assert svt["n"][0] == 1 and value[0] < tensor[0]
+    last = max(k for k, v in enumerate(value) if v is not None)
+    assert svt["n"][last] >= 10**5 and value[last] / tensor[last] > 100
+
+
+def test_memory_per_node_and_tape(results):
+    memory = results["memory"]
+    assert 100 < memory["value_bytes_per_node"] < 2000
+    # the chapter: the recorded graph holds several hidden-layer arrays (three times the
+    # parameters), no_grad a lone number
+    assert 3.5 < memory["mlp_kept_bytes_recording"] / memory["mlp_hidden_layer_bytes"] < 8
+    assert 2.5 < memory["mlp_kept_bytes_recording"] / memory["mlp_parameter_bytes"] < 4
+    assert memory["mlp_kept_bytes_no_grad"] < 10_000
+
+
+def test_scalar_mlp_cycles_cost_micrograd_with_the_collector_on(results):
+    on, off = results["scalar_mlp"]["seconds_per_step_gc_on"], results["scalar_mlp"]["seconds_per_step_gc_off"]
+    # the chapter: with the collector paused micrograd is a little faster, with it running
+    # the cycles cost it more than twice over
+    assert off["micrograd"] < off["course_lib"]
+    assert on["micrograd"] > 2 * on["course_lib"]
+    assert on["micrograd"] > 2 * off["micrograd"]
+
+
+# ----------------------------------------------------------------------------- the chapter
+@pytest.fixture(scope="module")
+def chapter():
+    return nbformat.read(CHAPTER, as_version=4)
+
+
+def outputs_text(nb) -> str:
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", "") + out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def test_chapter_reads_the_packaged_file_and_times_nothing(chapter):
+    source = "\n".join(c.source for c in chapter.cells if c.cell_type == "code")
+    assert 'resources.files("course_lib").joinpath("data/benchmarks.json")' in source
+    for forbidden in ("perf_counter", "process_time", "timeit", "time.time"):
+        assert forbidden not in source, f"the chapter must not time anything live ({forbidden})"
+    assert "# 14. How fast is it?" == chapter.cells[0].source.splitlines()[0]
+
+
+def test_chapter_displays_the_recorded_numbers(chapter, results):
+    text = outputs_text(chapter)
+    meta = results["meta"]
+    assert f"recorded on {meta['date']}" in text
+    assert meta["machine"]["processor"] in text and f"{meta['machine']['logical_cores']} logical cores" in text
+    mlp = results["mlp"]
+    for name in ("NumPy forward only", "course_lib", "PyTorch eager", "HIPS autograd"):
+        assert f"{mlp['seconds'][name] * 1e3:8.2f}{mlp['ratio_to_numpy_forward'][name]:18.2f}" in text, name
+    cost = results["gradient_cost"]
+    assert f"{cost['ratio_to_function']['reverse mode'][-1]:7.0f}x" in text
+    assert f"depth {10**6:>9,}" in text
+    assert f"{results['memory']['value_bytes_per_node']:.0f} bytes per node" in text
+
+
+def test_chapter_is_clean(chapter):
+    images = 0
+    for cell in chapter.cells:
+        for out in cell.get("outputs", []):
+            assert out.output_type != "error", cell.source[:80]
+            assert out.get("name") != "stderr", f"stderr output in: {cell.source[:80]}"
+            images += "image/png" in out.get("data", {})
+    assert images >= 5, "the chapter should show its five figures"
+    markdown = "\n".join(c.source for c in chapter.cells if c.cell_type == "markdown")
+    assert "## Learning goals" in markdown and "## Check yourself" in markdown
+    assert markdown.count(":::{dropdown} Answer") >= 3
+    assert "python benchmarks/record.py" in markdown
+
+
+# ----------------------------------------------------------------------------- the script
+@pytest.fixture(scope="module")
+def record_module():
+    spec = importlib.util.spec_from_file_location("record", ROOT / "benchmarks" / "record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_measurement_functions_run_on_tiny_sizes(record_module, results):
+    quick = record_module.record(quick=True)
+    assert structure(quick).keys() == structure(results).keys()
+    for section in SECTIONS - {"meta"}:
+        assert structure(quick[section], 1) == structure(results[section], 1), section
+    assert quick["gradient_cost"]["n"] == [1, 4]
+
+
+def test_objective_gives_the_same_gradient_in_every_engine(record_module):
+    candidates = record_module.gradient_candidates(5)
+    exact = candidates["reverse mode"]()
+    assert np.allclose(candidates["forward mode"](), exact, atol=1e-12)
+    assert np.allclose(candidates["central differences"](), exact, atol=1e-8)
