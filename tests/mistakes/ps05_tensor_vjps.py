@@ -1,0 +1,101 @@
+"""Typical mistakes in ps05 (tensor VJPs), for ``tests/test_assignments.py``.
+
+Each entry swaps the named answer cells of the solution for a mistaken version and says which
+test cells must then score zero and what their failing assert must tell the student. Part 5
+(the linear classifier) calls the functions of parts 1, 2 and 4, so a mistake there can fail it
+too; it only broadcasts a bias of shape (C,), so a mistake about size-1 axes does not.
+"""
+
+MISTAKES = {
+    "matmul_transpose_missing": {
+        # g @ B instead of g @ B.T: the factors (m, n) and (k, n) do not fit.
+        "replace": {
+            "matmul_vjp": '''def matmul_vjp(g, A, B):
+    """The VJP of C = A @ B for 2-D arrays."""
+    return g @ B, A.T @ g
+''',
+        },
+        "fails": {"test_matmul_vjp", "test_linear_classifier"},
+        "message": "did you compute g @ B instead of g @ B.T?",
+    },
+    "matmul_factors_swapped": {
+        # g.T @ A has B's shape transposed.
+        "replace": {
+            "matmul_vjp": '''def matmul_vjp(g, A, B):
+    """The VJP of C = A @ B for 2-D arrays."""
+    return g @ B.T, g.T @ A
+''',
+        },
+        "fails": {"test_matmul_vjp", "test_linear_classifier"},
+        "message": "gB must have B's shape",
+    },
+    "unbroadcast_forgets_size1_axes": {
+        # Sums the added leading axes only: right for a bias of shape (C,), wrong for (4, 1).
+        "replace": {
+            "unbroadcast": '''def unbroadcast(grad, shape):
+    """Sum grad down to `shape`."""
+    lead = grad.ndim - len(shape)
+    return grad.sum(axis=tuple(range(lead)))
+''',
+        },
+        "fails": {"test_unbroadcast", "test_mul_vjp"},
+        "message": "with keepdims=True",
+    },
+    "unbroadcast_without_keepdims": {
+        # Sums the right axes but drops the size-1 ones: (4, 3) -> (1, 3) comes out as (3,).
+        "replace": {
+            "unbroadcast": '''def unbroadcast(grad, shape):
+    """Sum grad down to `shape`."""
+    lead = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(lead)))
+    return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1))
+''',
+        },
+        "fails": {"test_unbroadcast", "test_mul_vjp"},
+        "message": "keepdims=True",
+    },
+    "mul_vjp_without_unbroadcast": {
+        "replace": {
+            "mul_vjp": '''def mul_vjp(g, a, b):
+    """The VJP of c = a * b."""
+    return g * b, g * a
+''',
+        },
+        "fails": {"test_mul_vjp"},
+        "message": "pass it through unbroadcast",
+    },
+    "softmax_without_max_shift": {
+        # exp(1001) overflows to inf: the loss and gradient become nan for large logits.
+        "replace": {
+            "softmax_cross_entropy": '''def softmax_cross_entropy(logits, labels):
+    """Mean cross-entropy of integer labels under softmax(logits), and its gradient."""
+    N = logits.shape[0]
+    rows = np.arange(N)
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    loss = -np.log(probs[rows, labels]).mean()
+    dlogits = probs.copy()
+    dlogits[rows, labels] -= 1.0
+    return float(loss), dlogits / N
+''',
+        },
+        "fails": {"test_softmax_cross_entropy"},
+        "message": "Subtract the row maximum",
+    },
+    "sum_instead_of_mean": {
+        # Forgets to divide by the batch size N, in the loss and in the gradient.
+        "replace": {
+            "softmax_cross_entropy": '''def softmax_cross_entropy(logits, labels):
+    """Mean cross-entropy of integer labels under softmax(logits), and its gradient."""
+    rows = np.arange(logits.shape[0])
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -log_probs[rows, labels].sum()
+    dlogits = np.exp(log_probs)
+    dlogits[rows, labels] -= 1.0
+    return float(loss), dlogits
+''',
+        },
+        "fails": {"test_softmax_cross_entropy", "test_linear_classifier"},
+        "message": "divide by the batch size N",
+    },
+}

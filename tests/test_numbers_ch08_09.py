@@ -1,0 +1,274 @@
+"""Chapters 8 (*Inside a real library*) and 9 (*Tensors*): the plan's numbers, computed by
+course_lib, the executed notebooks really printing them, and the chapters' teaching versions
+(cells tagged ``teaching-version``) agreeing with course_lib on the chapters' examples.
+
+- Hessian of L(a, b) = b((a + b)(a - b)) at (1, 2) is [[4, 2], [2, -12]] (gradient (4, -11));
+- nested grads of sin at 0.5 are cos, -sin, -cos;
+- the matmul VJP is (G B^T, A^T G) with the shapes of A and B;
+- the gradient of the mean softmax cross-entropy is (P - onehot) / N, also for huge logits.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course_lib import nn, tensor
+from course_lib.check import numerical_grad
+from course_lib.functional import grad, hessian
+from course_lib.tensor import Tensor
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CH08 = BOOK / "08_inside_a_library.ipynb"
+CH09 = BOOK / "09_tensors.ipynb"
+
+
+def L(a, b):
+    return b * ((a + b) * (a - b))
+
+
+def L_vec(p):
+    return L(p[0], p[1])
+
+
+# ---- the numbers, from course_lib ---------------------------------------------------------
+
+def test_gradient_and_hessian_of_the_running_example():
+    p0 = np.array([1.0, 2.0])
+    assert np.array_equal(grad(L_vec)(p0).data, [4.0, -11.0])
+    assert np.allclose(hessian(L_vec)(p0).data, [[4.0, 2.0], [2.0, -12.0]], atol=1e-12)
+
+
+def test_nested_grads_of_sin_cycle_through_cos_minus_sin_minus_cos():
+    f = lambda x: x.sin()
+    x0 = 0.5
+    assert grad(f)(x0).item() == pytest.approx(np.cos(x0), abs=1e-14)
+    assert grad(grad(f))(x0).item() == pytest.approx(-np.sin(x0), abs=1e-14)
+    assert grad(grad(grad(f)))(x0).item() == pytest.approx(-np.cos(x0), abs=1e-14)
+
+
+def test_no_perturbation_confusion():
+    assert grad(lambda x: x * grad(lambda y: x + y)(1.0))(1.0).item() == 1.0
+
+
+@pytest.mark.parametrize("m, k, n", [(3, 4, 2), (1, 5, 1), (4, 1, 3)])
+def test_matmul_vjp_is_G_Bt_and_At_G_with_the_operands_shapes(m, k, n):
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    A = Tensor(rng.normal(size=(m, k)), requires_grad=True)
+    B = Tensor(rng.normal(size=(k, n)), requires_grad=True)
+    G = rng.normal(size=(m, n))
+    (A @ B).backward(G)
+    assert A.grad.shape == (m, k) and B.grad.shape == (k, n)
+    assert np.allclose(A.grad, G @ B.data.T, atol=1e-12)
+    assert np.allclose(B.grad, A.data.T @ G, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_softmax_cross_entropy_gradient_is_p_minus_onehot_over_n(scale):
+    rng = np.random.default_rng(2)
+    labels = np.array([0, 2, 1, 2])
+    raw = scale * rng.normal(size=(4, 3))
+    logits = Tensor(raw, requires_grad=True)
+    loss = nn.cross_entropy(logits, labels)
+    loss.backward()
+    shifted = np.exp(raw - raw.max(axis=1, keepdims=True))
+    P = shifted / shifted.sum(axis=1, keepdims=True)
+    onehot = np.eye(3)[labels]
+    assert np.isfinite(loss.item())
+    assert np.allclose(logits.grad, (P - onehot) / 4, atol=1e-15)
+    assert np.allclose(logits.grad.sum(axis=1), 0.0, atol=1e-15)
+
+
+def test_unbroadcast_numbers_of_the_figure():
+    G = np.arange(1.0, 13.0).reshape(4, 3)
+    for shape, expected in [((3,), [22.0, 26.0, 30.0]), ((4, 1), [[6.0], [15.0], [24.0], [33.0]])]:
+        x = Tensor(np.zeros(shape), requires_grad=True)
+        (Tensor(np.zeros((4, 3))) + x).backward(G)
+        assert x.grad.shape == shape and np.array_equal(x.grad, expected)
+
+
+def test_repeated_indices_scatter_add():
+    x = Tensor([10.0, 20.0, 30.0, 40.0], requires_grad=True)
+    (x[np.array([0, 2, 0, 0])] * np.array([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert np.array_equal(x.grad, [8.0, 0.0, 2.0, 0.0])
+
+
+# ---- the executed notebooks ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ch08():
+    return nbformat.read(CH08, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def ch09():
+    return nbformat.read(CH09, as_version=4)
+
+
+def tagged(nb, tag: str):
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert cells, f"no cell tagged {tag!r}"
+    return cells
+
+
+def printed(nb, tag: str) -> str:
+    return "".join(out.get("text", "") for cell in tagged(nb, tag) for out in cell.outputs
+                   if out.output_type == "stream")
+
+
+@pytest.mark.parametrize("tag, expected", [
+    ("ch08-hessian", ["gradient at (1, 2): [  4. -11.]", "[[  4.   2.]\n [  2. -12.]]"]),
+    ("ch08-nested", ["grad(f)             = +0.877583", "grad(grad(f))       = -0.479426",
+                     "grad(grad(grad(f))) = -0.877583"]),
+    ("ch08-tiny", ["tiny_grad  4.000000   course_lib  4.000000", "tiny_grad -11.000000   course_lib -11.000000",
+                   "tiny_grad  6.000000   course_lib  6.000000"]),
+    ("ch08-confusion", ["at x = 1: 1.0"]),
+    ("ch08-naive-lse", ["naive value   : inf", "naive gradient: [nan nan nan]"]),
+    ("ch08-stable-lse", ["stable value   : 1001.407606", "Hessian equals diag(p) - p p^T: True"]),
+    ("ch08-containers", ["{'x': array(6.)}", "same as the flattened gradient: True"]),
+])
+def test_chapter_8_prints_the_numbers(ch08, tag, expected):
+    text = printed(ch08, tag)
+    for piece in expected:
+        assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
+
+
+def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
+    rows = re.findall(r"^\s*(\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s*$",
+                      printed(ch08, "ch08-rnn"), re.M)
+    assert [int(r[0]) for r in rows] == [3, 10, 30]
+    for row in rows:
+        assert len(set(row[2:])) == 1, f"the four derivatives differ: {row}"
+
+
+@pytest.mark.parametrize("tag, expected", [
+    ("ch09-matmul", ["A.grad (3, 4) equals G @ B.T (3, 4): True", "B.grad (4, 2) equals A.T @ G (4, 2): True"]),
+    ("ch09-scatter", ["course_lib x.grad     : [8. 0. 2. 0.]"]),
+    ("ch09-ce", ["logits of size ~1000", "naive softmax has nan     : True"]),
+    ("ch09-seed", ["needs a seed gradient of that shape", "the seed must have exactly the output's shape",
+                   "x.grad = [ 2.  2. -6.]"]),
+    ("ch09-pruning", ["Xs.requires_grad: False", "logits.requires_grad: True"]),
+    ("ch09-no-grad", ["W_next.requires_grad = False", "(W * 2).requires_grad = True"]),
+    ("ch09-accumulate", ["W.grad == 2 * full: True", "full-batch gradient: True"]),
+    ("ch09-gradcheck", ["gradcheck(mixed, a, b, c): True"]),
+])
+def test_chapter_9_prints_the_numbers(ch09, tag, expected):
+    text = printed(ch09, tag)
+    for piece in expected:
+        assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
+
+
+def test_chapter_9_softmax_gradient_matches_p_minus_y_for_both_scales(ch09):
+    assert printed(ch09, "ch09-ce").count("logits.grad == (P - Y) / N: True") == 2
+
+
+def test_chapter_9_agrees_with_pytorch(ch09):
+    text = printed(ch09, "ch09-torch")
+    lines = [line for line in text.splitlines() if "max |difference|" in line]
+    assert len(lines) == 4 and all(line.endswith("True") for line in lines), text
+
+
+@pytest.mark.parametrize("path", [CH08, CH09])
+def test_chapters_have_figures(path):
+    nb = nbformat.read(path, as_version=4)
+    kinds = [kind for c in nb.cells if c.cell_type == "code" for out in c.outputs
+             for kind in out.get("data", {})]
+    assert "image/png" in kinds and "image/svg+xml" in kinds
+
+
+def test_chapter_9_links_the_assignment(ch09):
+    text = "\n".join(c.source for c in ch09.cells if c.cell_type == "markdown")
+    assert "[Assignment ps05](../exercises/ps05_tensor_vjps/ps05_tensor_vjps.ipynb)" in text
+
+
+# ---- the teaching versions agree with course_lib ------------------------------------------
+
+@pytest.fixture(scope="module")
+def teaching(ch08):
+    namespace: dict = {}
+    for cell in tagged(ch08, "teaching-version"):
+        exec(cell.source, namespace)
+    return namespace
+
+
+def test_tiny_grad_agrees_with_course_lib(teaching):
+    tiny_grad, sin, tanh = teaching["tiny_grad"], teaching["sin"], teaching["tanh"]
+    assert tiny_grad(lambda a: L(a, 2.0))(1.0) == pytest.approx(grad(L, argnum=0)(1.0, 2.0).item(), abs=1e-12)
+    assert tiny_grad(lambda b: L(1.0, b))(2.0) == pytest.approx(grad(L, argnum=1)(1.0, 2.0).item(), abs=1e-12)
+    assert tiny_grad(lambda x: x * x)(3.0) == 6.0
+    assert tiny_grad(lambda x: 5.0)(3.0) == 0.0
+    for x0 in np.linspace(-2.0, 2.0, 9):
+        assert tiny_grad(sin)(x0) == pytest.approx(grad(lambda x: x.sin())(x0).item(), abs=1e-14)
+        f_tiny = lambda x: teaching["exp"](x) / (1.0 + x * x) - teaching["log"](2.0 + sin(x)) * x
+        f_lib = lambda x: x.exp() / (1.0 + x * x) - (2.0 + x.sin()).log() * x
+        assert tiny_grad(f_tiny)(x0) == pytest.approx(grad(f_lib)(x0).item(), rel=1e-12, abs=1e-12)
+
+    def rnn(w, xs, tanh):
+        h = 0.0
+        for x in xs:
+            h = tanh(w * h + x)
+        return h
+
+    rng = np.random.default_rng(0)
+    for T in [3, 10, 30]:
+        xs = rng.normal(0.0, 1.0, T)
+        ours = tiny_grad(lambda w: rnn(w, xs, tanh))(0.8)
+        reference = grad(lambda w: rnn(w, xs, Tensor.tanh))(0.8).item()
+        assert ours == pytest.approx(reference, rel=1e-12, abs=1e-14)
+        assert ours == pytest.approx(numerical_grad(lambda w: rnn(w, xs, np.tanh), 0.8), abs=1e-8)
+
+
+def test_trace_records_only_traced_calls(teaching):
+    Box, mul, trace = teaching["Box"], teaching["mul"], teaching["trace"]
+    assert not isinstance(mul(2.0, 3.0), Box)
+    start, out = trace(lambda x: teaching["sin"](x) * x + 2, 0.5)
+    names = []
+    stack, seen = [out.node], set()
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            names.append(node.name)
+            stack.extend(node.parents)
+    assert sorted(names) == ["add", "mul", "sin", "x"]
+    assert out.value == pytest.approx(np.sin(0.5) * 0.5 + 2)
+
+
+def test_grad_tree_agrees_with_flattened_course_lib_grad(teaching):
+    grad_tree, tree_map = teaching["grad_tree"], teaching["tree_map"]
+    assert grad_tree(lambda p: p["x"] * p["x"])({"x": 3.0})["x"] == 6.0
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+
+    def loss(p):
+        residual = Tensor(X) @ p["layer"][0] + p["layer"][1] - y
+        return (residual * residual).mean()
+
+    params = {"layer": (rng.normal(size=3), 0.3), "unused": [1.0]}
+    grads = grad_tree(loss)(params)
+    flat = grad(lambda t: loss({"layer": (t[:3], t[3])}))(np.append(params["layer"][0], 0.3)).data
+    assert np.allclose(grads["layer"][0], flat[:3], atol=1e-12)
+    assert grads["layer"][1] == pytest.approx(flat[3], abs=1e-12)
+    assert grads["unused"] == [0.0]
+    stepped = tree_map(lambda p, g: p - 0.1 * g, params, grads)
+    assert isinstance(stepped["layer"], tuple) and loss(stepped).item() < loss(params).item()
+
+
+def test_custom_logsumexp_vjp_is_softmax_and_twice_differentiable(ch08):
+    namespace = {"np": np, "tensor": tensor}
+    try:
+        exec(tagged(ch08, "custom-vjp")[0].source, namespace)
+        logsumexp = namespace["logsumexp"]
+        for x0 in [np.array([1000.0, 1001.0, 999.0]), np.array([-3.0, 0.5, 2.0, 0.0])]:
+            p = np.exp(x0 - x0.max()) / np.exp(x0 - x0.max()).sum()
+            x = Tensor(x0, requires_grad=True)
+            value = logsumexp(x)
+            value.backward()
+            assert value.item() == pytest.approx(x0.max() + np.log(np.exp(x0 - x0.max()).sum()), rel=1e-15)
+            assert np.allclose(x.grad, p, atol=1e-15)
+            assert np.allclose(hessian(logsumexp)(x0).data, np.diag(p) - np.outer(p, p), atol=1e-12)
+    finally:
+        tensor.VJP_RULES.pop("logsumexp", None)  # leave the engine's table as it was
