@@ -20,39 +20,51 @@ unexport MPLBACKEND
 
 BASE_STAMP    := $(VENV)/.stamp-base
 ORACLE_STAMP  := $(VENV)/.stamp-oracles
+BROWSER_STAMP := $(VENV)/.stamp-browser
 JOBS          ?= 2
 # pip, quietly: drop the "Location ... is ignored" notes some pip configurations print.
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test graphviz mathjax release autograde clean help
+.PHONY: book test setup setup-test setup-browser graphviz chromium mathjax release autograde clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
+	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
 	@echo "make release, make autograde - instructor commands (see README)"
 
 setup: graphviz $(BASE_STAMP) mathjax
 setup-test: setup $(ORACLE_STAMP)
+setup-browser: setup chromium $(BROWSER_STAMP)
 
-graphviz:
-	@if command -v dot >/dev/null 2>&1; then \
-	  echo "==> graphviz: found $$(dot -V 2>&1)"; \
+# $(call apt_install,what,test command,Debian packages,how to install it without apt)
+define apt_install
+	@if { $(2); } >/dev/null 2>&1; then \
+	  echo "==> $(1): found"; \
 	elif command -v apt-get >/dev/null 2>&1; then \
-	  echo "==> graphviz: 'dot' missing, installing the Debian package 'graphviz' with apt-get"; \
+	  echo "==> $(1): missing, installing the Debian package(s) '$(3)' with apt-get"; \
 	  SUDO=""; if [ "$$(id -u)" -ne 0 ]; then SUDO="sudo"; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz >/dev/null \
-	    || { echo "ERROR: apt-get could not install graphviz. Install it by hand (sudo apt-get install graphviz) and re-run."; exit 1; }; \
-	  echo "==> graphviz: installed $$(dot -V 2>&1)"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(3) >/dev/null \
+	    || { echo "ERROR: apt-get could not install $(3). Install it by hand (sudo apt-get install $(3)) and re-run."; exit 1; }; \
+	  echo "==> $(1): installed"; \
 	else \
-	  echo "ERROR: the Graphviz 'dot' program is missing and apt-get is not available on this machine."; \
-	  echo "       Install Graphviz with your system's package manager and re-run, e.g."; \
-	  echo "         macOS: brew install graphviz    Fedora: sudo dnf install graphviz"; \
-	  echo "         conda: conda install -c conda-forge graphviz    others: https://graphviz.org/download/"; \
+	  echo "ERROR: $(1) is missing and apt-get is not available on this machine."; \
+	  echo "       Install it with your system's package manager and re-run, e.g. $(4)"; \
 	  exit 1; \
 	fi
+endef
 
-# MathJax is served from the built book (offline math, no CDN): fetched once with npm.
+graphviz:
+	$(call apt_install,graphviz (the 'dot' program),dot -V,graphviz,\
+	  macOS: brew install graphviz; Fedora: sudo dnf install graphviz; conda: conda install -c conda-forge graphviz)
+
+chromium:
+	$(call apt_install,Chromium and chromedriver,command -v chromium && command -v chromedriver,chromium chromium-driver,\
+	  macOS: brew install --cask chromium chromedriver; Fedora: sudo dnf install chromium chromedriver)
+
+# MathJax is served from the built book (offline math, no CDN): copied once from the pinned
+# django-static-mathjax package (see tests/mathjax_assets.py).
 mathjax: $(BASE_STAMP)
 	@$(PY) -c "import sys; sys.path.insert(0, 'tests'); from mathjax_assets import ensure_mathjax; \
 	  print('==> mathjax: local copy in', ensure_mathjax('.'))"
@@ -69,6 +81,11 @@ $(BASE_STAMP): requirements.txt pyproject.toml
 $(ORACLE_STAMP): requirements-oracles.txt $(BASE_STAMP)
 	@echo "==> set-up: installing the test oracles (PyTorch CPU, JAX) from requirements-oracles.txt"
 	@$(PIP) -r requirements-oracles.txt $(QUIET_PIP)
+	@touch $@
+
+$(BROWSER_STAMP): requirements-browser.txt $(BASE_STAMP)
+	@echo "==> set-up: installing Selenium for the browser tests from requirements-browser.txt"
+	@$(PIP) -r requirements-browser.txt $(QUIET_PIP)
 	@touch $@
 
 book: setup

@@ -208,8 +208,12 @@ def record_module():
 def test_measurement_functions_run_on_tiny_sizes(record_module, results):
     quick = record_module.record(quick=True)
     assert structure(quick).keys() == structure(results).keys()
+    # micrograd is a benchmark-only install (benchmarks/requirements.txt): without it the
+    # script records every section but leaves micrograd's own entry out.
+    absent = set() if record_module.MicrogradValue else {"micrograd"}
     for section in SECTIONS - {"meta"}:
-        assert structure(quick[section], 1) == structure(results[section], 1), section
+        recorded = {key: value for key, value in structure(results[section], 1).items() if key not in absent}
+        assert structure(quick[section], 1) == recorded, section
     assert quick["gradient_cost"]["n"] == [1, 4]
 
 

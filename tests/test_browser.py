@@ -1,0 +1,301 @@
+"""The rendered book in a real browser: headless Chromium driven by Selenium.
+
+The book is built strictly, as ``make book`` does, into a temporary folder (``built_book``, also
+used by ``test_colab_path.py``), served on 127.0.0.1 and visited with every other host made
+unresolvable: a page that needs a CDN, a web font or any other outside resource shows a console
+error here, exactly as it would for a reader without a network. Every page of the toc must load
+without console errors, with its images, code cells and outputs, typeset math, working
+next/previous and sidebar navigation, and a search that finds "dual".
+
+Screenshots for review are saved as ``_build/screenshots/*.png``.
+
+Needs Chromium and its driver (Debian: ``apt-get install chromium chromium-driver``) and Selenium
+(``pip install -r requirements-browser.txt``); without them the browser tests skip locally and
+fail in CI (``CI`` set), where ``.ci/run`` installs them. Run alone with
+``pytest tests/test_browser.py -n 0 -p no:cacheprovider``.
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urljoin
+
+import nbformat
+import pytest
+from mathjax_assets import ensure_mathjax
+from test_book import PAGES, ROOT
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # the build-only tests still run; the browser fixture skips
+    webdriver = None
+
+BIN = Path(sys.executable).parent
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+TIMEOUT = 60  # seconds for a page, its scripts and MathJax to settle
+
+
+def html_path(page: Path) -> str:
+    """Where Jupyter Book puts a source page in the built site, relative to its root."""
+    return page.relative_to(ROOT).with_suffix(".html").as_posix()
+
+
+def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML folder of the book built strictly (``-W -n --keep-going``) in a temporary folder.
+
+    Built once per test session: pytest-xdist workers share the session's base temporary
+    folder and take turns through a file lock, so the first one builds and the others reuse it.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, shared by all workers
+    out = base / "book-build"
+    with open(base / "book-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "built").exists():
+            ensure_mathjax(ROOT)
+            shutil.rmtree(out, ignore_errors=True)
+            env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+            proc = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
+                                   "-W", "-n", "--keep-going"], env=env, capture_output=True, text=True)
+            assert proc.returncode == 0, f"the strict book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+            (out / "built").touch()
+    return out / "_build" / "html"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return built_book(tmp_path_factory)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # keep the test output readable
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """Base URL of the built site served on a free port of 127.0.0.1."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+def missing(reason: str):
+    """Skip locally, but fail in CI, where .ci/run installs the browser stack."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must install it: see .ci/run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if webdriver is None:
+        missing("Selenium is not installed: pip install -r requirements-browser.txt")
+    chromium = next(filter(None, map(shutil.which, ["chromium", "chromium-browser", "google-chrome"])), None)
+    driver_exe = shutil.which("chromedriver")
+    if not (chromium and driver_exe):
+        missing("Chromium or chromedriver is missing: sudo apt-get install chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+                 # Offline reader: every host but the local server fails to resolve.
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_exe))
+    driver.set_page_load_timeout(TIMEOUT)
+    yield driver
+    driver.quit()
+
+
+def settle(driver) -> None:
+    """Wait until the page has loaded and MathJax (if the page has math) has typeset it."""
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    outcome = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const startup = window.MathJax && window.MathJax.startup;
+        if (!startup || !startup.promise) { done("no math"); return; }
+        startup.promise.then(() => done("typeset"), (e) => done("MathJax failed: " + e));
+    """)
+    assert outcome in ("no math", "typeset"), outcome
+
+
+def visit(driver, url: str) -> list[str]:
+    """Open ``url``; the console errors it caused."""
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(url)
+    settle(driver)
+    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    if not driver.find_elements(By.CSS_SELECTOR, "link[rel~='icon']"):
+        # A page that declares no icon makes Chromium itself ask the server root for /favicon.ico
+        # (once per origin): a 404 there is no fault of the page. Once the book sets
+        # `html: favicon:` this exception no longer applies.
+        errors = [e for e in errors if not e.startswith(urljoin(url, "/favicon.ico") + " ")]
+    return errors
+
+
+def expected_cells(page: Path) -> tuple[int, int, int]:
+    """Code cells, cells with outputs and image outputs that the page must show."""
+    code = [c for c in nbformat.read(page, as_version=4).cells if c.cell_type == "code"]
+    with_outputs = [c for c in code if c.outputs]
+    images = sum(1 for c in code for out in c.outputs if any(k.startswith("image/") for k in out.get("data", {})))
+    return len(code), len(with_outputs), images
+
+
+PAGE_REPORT = """
+const article = document.querySelector("article.bd-article");
+const shown = (el) => el.getClientRects().length > 0;  // not display:none, not in a closed dropdown
+const size = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+return {
+  title: (article.querySelector("h1") || {}).textContent || "",
+  brokenImages: [...document.images].filter((img) => !(img.complete && img.naturalWidth > 0
+      && img.naturalHeight > 0)).map((img) => img.src),
+  emptyFigures: [...article.querySelectorAll("img, svg")].filter((el) => shown(el) && !size(el))
+      .map((el) => el.outerHTML.slice(0, 120)),
+  contentImages: [...article.querySelectorAll("img")].filter((img) => img.src.includes("/_images/")).length,
+  cells: article.querySelectorAll("div.cell").length,
+  cellInputs: article.querySelectorAll("div.cell div.cell_input").length,
+  cellOutputs: article.querySelectorAll("div.cell div.cell_output").length,
+  resources: performance.getEntriesByType("resource").map((e) => e.name),
+};
+"""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[html_path(p) for p in PAGES])
+def test_page_renders_offline_without_errors(browser, server, page):
+    errors = visit(browser, server + html_path(page))
+    assert errors == [], f"console errors on {html_path(page)}:\n" + "\n".join(errors)
+    report = browser.execute_script(PAGE_REPORT)
+
+    foreign = [url for url in report["resources"] if not url.startswith((server, "data:", "blob:"))]
+    assert foreign == [], f"the page fetched resources from outside the site: {foreign}"
+    assert report["brokenImages"] == [], f"images that did not load: {report['brokenImages']}"
+    assert report["emptyFigures"] == [], f"images or SVGs rendered with zero size: {report['emptyFigures']}"
+
+    source = page.read_text() if page.suffix == ".md" else nbformat.read(page, as_version=4).cells[0].source
+    title = re.search(r"^# (.+)$", source, re.M).group(1).strip()
+    assert report["title"].rstrip("#").strip() == title, "the page shows another title than its source"
+
+    if page.suffix == ".ipynb":
+        code, with_outputs, images = expected_cells(page)
+        assert report["cells"] == report["cellInputs"] == code, \
+            f"{code} code cells in the notebook, {report['cells']} cells ({report['cellInputs']} inputs) on the page"
+        assert report["cellOutputs"] == with_outputs, \
+            f"{with_outputs} cells have outputs in the notebook, {report['cellOutputs']} on the page"
+        assert report["contentImages"] >= images, f"{images} figures in the notebook, {report['contentImages']} shown"
+
+
+def wait_for_new_page(driver, old_url: str) -> None:
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.current_url != old_url)
+    settle(driver)
+
+
+def click(driver, element) -> None:
+    old = driver.current_url
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+    element.click()
+    wait_for_new_page(driver, old)
+
+
+def test_next_and_previous_walk_the_toc_in_order(browser, server):
+    expected = [server + html_path(p) for p in PAGES]
+    browser.get(server)  # the site's root redirects to the book's first page
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.current_url == expected[0])
+    settle(browser)
+    walked = [browser.current_url]
+    while nxt := browser.find_elements(By.CSS_SELECTOR, "a.right-next"):
+        click(browser, nxt[0])
+        walked.append(browser.current_url)
+        assert len(walked) <= len(expected), f"'next' keeps going past the last page: {walked}"
+    assert walked == expected, "'next' must visit the toc's pages in order"
+
+    click(browser, browser.find_element(By.CSS_SELECTOR, "a.left-prev"))
+    assert browser.current_url == expected[-2], "'previous' on the last page must go back one page"
+
+
+def test_sidebar_lists_the_toc_and_navigates(browser, server):
+    expected = [server + html_path(p) for p in PAGES]
+    visit(browser, expected[0])
+    links = browser.find_elements(By.CSS_SELECTOR, "nav.bd-docs-nav a.reference")
+    hrefs = [a.get_attribute("href").split("#")[0] for a in links]  # the open page links to "#"
+    assert hrefs == expected, "the sidebar must list the toc's pages in order"
+    middle = len(links) // 2
+    click(browser, links[middle])
+    assert browser.current_url == expected[middle]
+    active = browser.find_element(By.CSS_SELECTOR, "nav.bd-docs-nav li.current > a.reference")
+    assert active.get_attribute("href").split("#")[0] == expected[middle], "the sidebar must highlight the open page"
+
+
+def test_search_box_finds_dual(browser, server):
+    visit(browser, server + html_path(PAGES[0]))
+    browser.find_element(By.CSS_SELECTOR, "button.search-button-field").click()
+    box = WebDriverWait(browser, TIMEOUT).until(
+        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "input[name='q']") if e.is_displayed()), None))
+    old = browser.current_url
+    box.send_keys("dual\n")
+    wait_for_new_page(browser, old)
+    assert browser.current_url.startswith(server + "search.html?q=dual")
+    results = WebDriverWait(browser, TIMEOUT).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a"))
+    hrefs = [a.get_attribute("href") for a in results]
+    assert any("/book/" in h for h in hrefs), f"searching 'dual' must find a chapter, found {hrefs}"
+
+
+MATH_PAGES = [p for p in PAGES if p.suffix == ".ipynb" and p.parent.name == "book" and "$" in p.read_text()]
+
+
+def test_math_is_served_by_the_site_itself(site, browser, server):
+    cdn = [p.relative_to(site).as_posix() for p in site.rglob("*.html") if "cdn.jsdelivr.net" in p.read_text()]
+    assert cdn == [], f"pages still load something from cdn.jsdelivr.net: {cdn}"
+    assert MATH_PAGES, "no chapter with math found"
+    page = MATH_PAGES[0]
+    assert visit(browser, server + html_path(page)) == []
+    report = browser.execute_script("""
+        return {
+          version: window.MathJax && MathJax.version,
+          formulas: document.querySelectorAll("article .math").length,
+          typeset: document.querySelectorAll("article .math mjx-container").length,
+          errors: document.querySelectorAll("mjx-merror").length,
+          scripts: performance.getEntriesByType("resource").map((e) => e.name).filter((n) => /mathjax/i.test(n)),
+        };""")
+    assert report["version"] == "3.2.2"
+    assert report["formulas"] > 0 and report["typeset"] == report["formulas"], \
+        f"{report['typeset']} of {report['formulas']} formulas typeset on {html_path(page)}"
+    assert report["errors"] == 0, "MathJax reported TeX errors"
+    assert report["scripts"] and all(s.startswith(server + "_static/mathjax/") for s in report["scripts"]), report["scripts"]
+
+
+def test_screenshots_for_review(browser, server):
+    """Index, a chapter (top and first figure) and an assignment, saved for a human to look at."""
+    chapter = next(p for p in MATH_PAGES if expected_cells(p)[2] > 0)
+    assignment = next(p for p in PAGES if p.parts[-3] == "exercises")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = {"index": PAGES[0], "chapter": chapter, "assignment": assignment}
+    for name, page in shots.items():
+        assert visit(browser, server + html_path(page)) == []
+        assert browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    visit(browser, server + html_path(chapter))
+    figure = browser.find_element(By.CSS_SELECTOR, "article div.cell_output img[src*='_images/']")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", figure)
+    assert browser.save_screenshot(str(SCREENSHOTS / "chapter_figure.png"))
+    for name in [*shots, "chapter_figure"]:
+        assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000, f"{name}.png looks blank"

@@ -1,0 +1,190 @@
+"""The Colab path: what a reader gets after clicking "Open in Colab".
+
+Colab opens one notebook from GitHub in a Python that has numpy, matplotlib, graphviz, PyTorch and
+JAX but not course_lib, with the working directory ``/content``, where nothing else of the
+repository exists. The notebook's set-up cell then installs course_lib with pip.
+
+This module rebuilds that situation: a fresh virtual environment with only Colab's packages (and
+ipykernel to run a kernel), no course_lib, nbgrader or pytest in it; each notebook is copied alone
+into an empty folder and executed there by a kernel of that environment, after course_lib was
+uninstalled, so every set-up cell really installs it. ``COURSE_LIB`` points the set-up cell at this
+checkout instead of GitHub (a plain, non-editable install, as in Colab). Chapters must run to the
+end; student notebooks run their visible tests with the solution filled in.
+
+Takes a few minutes (the environment is built once per module; pip uses its cache). Run alone with
+``pytest tests/test_colab_path.py -n 0 -p no:cacheprovider``.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+from nbgrader_helpers import fill_in, graded_cells
+from packaging.requirements import Requirement
+from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, ids
+from test_browser import built_book, html_path
+
+STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
+# Colab's preinstalled packages that the course uses. torch and jax carry the oracles' exact pins:
+# a looser torch spec can pull the multi-GB CUDA build.
+ORACLES = [req for line in (ROOT / "requirements-oracles.txt").read_text().splitlines()
+           if line.strip() and not line.lstrip().startswith("#")
+           and (req := Requirement(line)).name in {"torch", "jax"}]
+COLAB_PACKAGES = ["ipykernel", "numpy", "matplotlib", "graphviz", *map(str, ORACLES)]
+CELL_TIMEOUT = 300  # seconds; the set-up cell's pip install is the slowest cell
+
+
+@dataclass
+class Colab:
+    python: Path
+    kernels: Path  # a kernelspec folder with the kernel "colab"
+    env: dict[str, str]  # environment of the kernel and of pip
+
+    def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.python), *args], cwd=cwd, env=self.env, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory):
+    base = tmp_path_factory.mktemp("colab")
+    subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
+    python = base / "venv" / "bin" / "python"
+    main_bin = Path(sys.executable).parent.resolve()
+    path = [str(python.parent)] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
+                                   if p and Path(p).resolve() != main_bin]
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "JUPYTER_PATH", "MPLBACKEND"}}
+    env.update(PATH=os.pathsep.join(path), PYTHONNOUSERSITE="1", COURSE_LIB=str(ROOT))
+    spec = base / "kernels" / "colab"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Colab-like Python", "language": "python"}))
+    runtime = Colab(python, spec.parent, env)
+    proc = runtime.run("-m", "pip", "install", "-q", *COLAB_PACKAGES, cwd=base)
+    assert proc.returncode == 0, f"could not build the Colab-like environment:\n{proc.stderr[-3000:]}"
+    yield runtime
+    shutil.rmtree(base, ignore_errors=True)  # about 2 GB
+
+
+def test_oracle_pins_are_exact():
+    pins = {r.name: str(r.specifier) for r in ORACLES}
+    assert set(pins) == {"torch", "jax"}, f"requirements-oracles.txt must pin torch and jax: {pins}"
+    assert all(re.fullmatch(r"==[\w.]+", spec) for spec in pins.values()), f"pin torch and jax exactly: {pins}"
+
+
+def test_colab_environment_lacks_the_course_tools(colab, tmp_path):
+    for module in ["course_lib", "nbgrader", "pytest", "hypothesis"]:
+        proc = colab.run("-c", f"import {module}", cwd=tmp_path)
+        assert proc.returncode != 0, f"{module} leaked into the Colab-like environment"
+
+
+def run_like_colab(colab: Colab, nb: nbformat.NotebookNode, name: str, tmp_path: Path) -> nbformat.NotebookNode:
+    """Execute ``nb`` alone in an empty folder with a kernel of the Colab-like environment."""
+    proc = colab.run("-m", "pip", "uninstall", "-y", "-q", "course_lib", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    content = tmp_path / "content"
+    content.mkdir()
+    nbformat.write(nb, content / name)
+    km = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(colab.kernels)]))
+    client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(content)}})
+    client.execute(env=colab.env)  # raises CellExecutionError, with the traceback, if a cell fails
+
+    where = colab.run("-c", "import course_lib; print(course_lib.__file__)", cwd=tmp_path)
+    assert where.returncode == 0, f"the set-up cell did not install course_lib:\n{where.stderr}"
+    installed = Path(where.stdout.strip())
+    assert installed.is_relative_to(colab.python.parent.parent) and not installed.is_relative_to(ROOT), \
+        f"course_lib must be a plain install inside the environment, found it at {installed}"
+    assert sorted(p.name for p in content.iterdir()) == [name], "the notebook wrote files next to itself"
+    return nb
+
+
+def stderr_of(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.get("outputs", []) if out.get("name") == "stderr")
+
+
+def after_setup(nb) -> list:
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return code[1:]  # the set-up cell's pip may warn about this machine's pip configuration
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_runs_like_in_colab(colab, path, tmp_path):
+    nb = run_like_colab(colab, nbformat.read(path, as_version=4), path.name, tmp_path)
+    for cell in after_setup(nb):
+        assert not stderr_of(cell), f"a reader would see stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+
+
+@pytest.mark.parametrize("path", STUDENT_NOTEBOOKS, ids=ids(STUDENT_NOTEBOOKS))
+def test_student_notebook_runs_its_visible_tests_like_in_colab(colab, path, tmp_path):
+    source = ROOT / "solutions" / path.parent.name / path.name
+    assert source.exists(), f"{path.relative_to(ROOT)} has no nbgrader source {source.relative_to(ROOT)}"
+    release = nbformat.read(path, as_version=4)
+    assert graded_cells(release), "a student notebook without test cells"
+    nb = run_like_colab(colab, fill_in(release, nbformat.read(source, as_version=4), {}), path.name, tmp_path)
+    for cell in after_setup(nb):
+        # nbgrader gives 0 points to a test cell that writes to stderr
+        assert not stderr_of(cell), f"stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+
+
+def test_runtime_dependencies_are_only_numpy_matplotlib_graphviz():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = sorted(Requirement(r).name for r in project["dependencies"])
+    assert names == ["graphviz", "matplotlib", "numpy"], f"course_lib must need only what Colab has: {names}"
+    assert not project.get("optional-dependencies"), "extras would not be installed by the set-up cell"
+
+
+# Standard-library modules removed in Python 3.12 and 3.13 (Colab runs 3.12 or 3.13).
+REMOVED_MODULES = {"distutils", "imp", "asynchat", "asyncore", "smtpd", "aifc", "audioop", "cgi", "cgitb",
+                   "chunk", "crypt", "imghdr", "mailcap", "msilib", "nis", "nntplib", "ossaudiodev", "pipes",
+                   "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib", "lib2to3"}
+SOURCES = sorted((ROOT / "course_lib").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=ids(SOURCES))
+def test_course_lib_is_python_3_11_to_3_13(path):
+    tree = ast.parse(path.read_text(), filename=str(path), feature_version=(3, 11))
+    compile(tree, str(path), "exec")
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    assert not imported & REMOVED_MODULES, f"modules gone in Python 3.12/3.13: {imported & REMOVED_MODULES}"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return built_book(tmp_path_factory)
+
+
+COLAB_LINK = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_colab_button_opens_this_notebook_on_the_configured_branch(site, page):
+    owner_repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+    expected = (f"{CONFIG['launch_buttons']['colab_url']}/github/{owner_repo}/blob/"
+                f"{CONFIG['repository']['branch']}/{page.relative_to(ROOT).as_posix()}")
+    links = set(COLAB_LINK.findall((site / html_path(page)).read_text()))
+    assert links == {expected}, f"Colab button of {html_path(page)}: expected {expected}, found {links}"
+
+
+def test_pages_without_a_notebook_have_no_colab_button(site):
+    others = [p for p in site.rglob("*.html") if p.relative_to(site).as_posix() not in
+              {html_path(nb) for nb in NOTEBOOKS}]
+    assert others, "no non-notebook pages found"
+    with_button = [p.relative_to(site).as_posix() for p in others if COLAB_LINK.search(p.read_text())]
+    assert with_button == [], f"Colab buttons on pages that are not notebooks: {with_button}"
