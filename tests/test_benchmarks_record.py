@@ -16,6 +16,8 @@ import nbformat
 import numpy as np
 import pytest
 
+from notebook_text import markdown, shown
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "14_performance.ipynb"
 SECTIONS = {"meta", "gradient_cost", "mlp", "per_op", "deep_graphs", "scalar_vs_tensor", "scalar_mlp", "memory"}
@@ -152,14 +154,6 @@ def chapter():
     return nbformat.read(CHAPTER, as_version=4)
 
 
-def outputs_text(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") + out.get("data", {}).get("text/plain", ""))
-    return "\n".join(parts)
-
-
 def test_chapter_reads_the_packaged_file_and_times_nothing(chapter):
     source = "\n".join(c.source for c in chapter.cells if c.cell_type == "code")
     assert 'resources.files("course_lib").joinpath("data/benchmarks.json")' in source
@@ -169,7 +163,7 @@ def test_chapter_reads_the_packaged_file_and_times_nothing(chapter):
 
 
 def test_chapter_displays_the_recorded_numbers(chapter, results):
-    text = outputs_text(chapter)
+    text = shown(chapter)
     meta = results["meta"]
     assert f"recorded on {meta['date']}" in text
     assert meta["machine"]["processor"] in text and f"{meta['machine']['logical_cores']} logical cores" in text
@@ -190,10 +184,10 @@ def test_chapter_is_clean(chapter):
             assert out.get("name") != "stderr", f"stderr output in: {cell.source[:80]}"
             images += "image/png" in out.get("data", {})
     assert images >= 5, "the chapter should show its five figures"
-    markdown = "\n".join(c.source for c in chapter.cells if c.cell_type == "markdown")
-    assert "## Learning goals" in markdown and "## Check yourself" in markdown
-    assert markdown.count(":::{dropdown} Answer") >= 3
-    assert "python benchmarks/record.py" in markdown
+    prose = markdown(chapter)
+    assert "## Learning goals" in prose and "## Check yourself" in prose
+    assert prose.count(":::{dropdown} Answer") >= 3
+    assert "python benchmarks/record.py" in prose
 
 
 # ----------------------------------------------------------------------------- the script

@@ -16,6 +16,7 @@ import pytest
 from course_lib.check import numerical_grad
 from course_lib.forward import Dual, derivative
 from course_lib.scalar import Value
+from notebook_text import printed, tagged
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "01_derivatives_three_ways.ipynb"
 X0 = 6.0
@@ -82,16 +83,6 @@ def notebook():
     return nbformat.read(NOTEBOOK, as_version=4)
 
 
-def tagged(nb, tag: str):
-    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
-    assert cells, f"no cell tagged {tag!r} in {NOTEBOOK.name}"
-    return cells
-
-
-def printed(cell) -> str:
-    return "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
-
-
 @pytest.mark.parametrize("tag, expected", [
     ("ch01-value", ["f(6) = -116"]),
     ("ch01-analytic", ["f'(6) = -7"]),
@@ -101,13 +92,13 @@ def printed(cell) -> str:
     ("ch01-table", ["-6.19000000", "-6.99000000"]),
 ])
 def test_notebook_prints_the_numbers(notebook, tag, expected):
-    text = "".join(printed(cell) for cell in tagged(notebook, tag))
+    text = printed(tagged(notebook, tag))
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_notebook_counts_n_plus_1_and_2n_evaluations(notebook):
-    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", printed(tagged(notebook, "ch01-counts")[0]), re.M)
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", printed(tagged(notebook, "ch01-counts")[:1]), re.M)
     assert len(rows) >= 5
     for n, forward, central, reverse in (map(int, row) for row in rows):
         assert (forward, central, reverse) == (n + 1, 2 * n, 2)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
 from course_lib import forward, graph
 from course_lib.graph import Node
+from notebook_text import shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH02 = ROOT / "book" / "02_computational_graphs.ipynb"
@@ -26,16 +26,6 @@ def running_example() -> tuple[Node, Node, Node]:
 
 def f(x1, x2):
     return x1.log() + x1 * x2 - x2.sin()
-
-
-def shown_text(path: Path) -> str:
-    """Everything the executed notebook shows as text: streams and plain-text results."""
-    text = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        for out in cell.get("outputs", []):
-            text.append(out.get("text", ""))
-            text.append(out.get("data", {}).get("text/plain", ""))
-    return "\n".join(text)
 
 
 # ---- the plan's numbers, computed by course_lib ----------------------------------------------
@@ -83,13 +73,13 @@ def test_nested_derivative_has_no_perturbation_confusion():
 
 
 def test_chapter_2_shows_the_trace():
-    text = shown_text(CH02)
+    text = shown(CH02)
     for number in ("0.693", "10.000", "-0.959", "10.693", "11.652", "2,097,151"):
         assert number in text, f"Chapter 2 should display {number}"
 
 
 def test_chapter_3_shows_the_tangents_and_the_confusion():
-    text = shown_text(CH03)
+    text = shown(CH03)
     for number in ("5.500", "1.716", "7.216", "11.652"):
         assert number in text, f"Chapter 3 should display {number}"
     assert "5.5" in text
@@ -103,8 +93,7 @@ def test_chapter_3_shows_the_tangents_and_the_confusion():
 @pytest.fixture(scope="module")
 def teaching() -> dict:
     """Execute the cells of Chapter 3 tagged 'teaching-version', in order, in one namespace."""
-    cells = [c for c in nbformat.read(CH03, as_version=4).cells
-             if c.cell_type == "code" and "teaching-version" in c.metadata.get("tags", [])]
+    cells = [c for c in tagged(CH03, "teaching-version") if c.cell_type == "code"]
     assert len(cells) >= 3, "Chapter 3 grows a pre-order DFS, a tangent sweep and a TinyDual inline"
     namespace: dict = {}
     for cell in cells:

@@ -10,7 +10,6 @@ import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 from course_lib import graph
 from course_lib.graph import Node, add, log, mul, sin, sub
 from course_lib.scalar import Value
+from notebook_text import shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH04 = ROOT / "book" / "04_reverse_mode.ipynb"
@@ -32,15 +32,6 @@ def running_example():
     v4 = add(v1, v2)
     v5 = sub(v4, v3)
     return x1, x2, (v1, v2, v3, v4, v5)
-
-
-def printed(path: Path) -> str:
-    """Everything the executed notebook shows as text."""
-    texts = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        for out in cell.get("outputs", []):
-            texts.append(out.get("text", "") if out.output_type == "stream" else out.get("data", {}).get("text/plain", ""))
-    return "\n".join(texts)
 
 
 # ---- chapter 4: the explicit graph ---------------------------------------------------------
@@ -109,7 +100,7 @@ def test_cost_counts_of_the_chapter():
 
 
 def test_chapter_4_displays_the_numbers():
-    text = printed(CH04)
+    text = shown(CH04)
     assert re.search(r"x̄1 = .*=\s+5\.500", text)
     assert re.search(r"x̄2 = .*=\s+1\.716", text)
     assert "adjoint of v6: 0.0" in text
@@ -134,7 +125,7 @@ def test_manual_backward_example_and_accumulation():
 
 
 def test_chapter_5_displays_the_numbers():
-    text = printed(CH05)
+    text = shown(CH05)
     assert "dL/da = 4\ndL/db = -11" in text  # the backward pass by hand
     assert "dL/da = 4, dL/db = -11" in text
     assert "de/da = 4, de/db = 9" in text
@@ -152,8 +143,7 @@ def test_chapter_5_displays_the_numbers():
 
 @pytest.fixture(scope="module")
 def teaching_value():
-    cells = [c for c in nbformat.read(CH05, as_version=4).cells
-             if c.cell_type == "code" and "teaching-version" in c.metadata.get("tags", [])]
+    cells = [c for c in tagged(CH05, "teaching-version") if c.cell_type == "code"]
     assert len(cells) >= 4, "chapter 5 should tag the cells of its teaching version"
     namespace: dict = {"__name__": "teaching_version"}
     for cell in cells:

@@ -13,13 +13,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
 from course_lib import toposort
 from course_lib.check import GradcheckError, gradcheck, numerical_grad
 from course_lib.scalar import Value
+from notebook_text import shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH06 = ROOT / "book" / "06_topological_order.ipynb"
@@ -30,24 +30,9 @@ def parents(v: Value) -> tuple:
     return v._parents
 
 
-def shown(path: Path) -> str:
-    """Everything a notebook displays as text (streams and text/plain results)."""
-    parts = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        for out in cell.get("outputs", []):
-            if out.output_type == "stream":
-                parts.append(out.text)
-            elif "text/plain" in out.get("data", {}):
-                parts.append(out.data["text/plain"])
-    return "\n".join(parts)
-
-
 def teaching_version(path: Path, namespace: dict) -> dict:
     """Run the notebook's cells tagged ``teaching-version`` in ``namespace``."""
-    cells = [c for c in nbformat.read(path, as_version=4).cells
-             if "teaching-version" in c.metadata.get("tags", [])]
-    assert cells, f"{path.name} has no cell tagged teaching-version"
-    for cell in cells:
+    for cell in tagged(path, "teaching-version"):
         exec(cell.source, namespace)
     return namespace
 

@@ -20,6 +20,7 @@ from course_lib import nn, tensor
 from course_lib.check import numerical_grad
 from course_lib.functional import grad, hessian
 from course_lib.tensor import Tensor
+from notebook_text import markdown, printed, tagged
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CH08 = BOOK / "08_inside_a_library.ipynb"
@@ -108,17 +109,6 @@ def ch09():
     return nbformat.read(CH09, as_version=4)
 
 
-def tagged(nb, tag: str):
-    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
-    assert cells, f"no cell tagged {tag!r}"
-    return cells
-
-
-def printed(nb, tag: str) -> str:
-    return "".join(out.get("text", "") for cell in tagged(nb, tag) for out in cell.outputs
-                   if out.output_type == "stream")
-
-
 @pytest.mark.parametrize("tag, expected", [
     ("ch08-hessian", ["gradient at (1, 2): [  4. -11.]", "[[  4.   2.]\n [  2. -12.]]"]),
     ("ch08-nested", ["grad(f)             = +0.877583", "grad(grad(f))       = -0.479426",
@@ -131,14 +121,14 @@ def printed(nb, tag: str) -> str:
     ("ch08-containers", ["{'x': array(6.)}", "same as the flattened gradient: True"]),
 ])
 def test_chapter_8_prints_the_numbers(ch08, tag, expected):
-    text = printed(ch08, tag)
+    text = printed(tagged(ch08, tag))
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
     rows = re.findall(r"^\s*(\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s*$",
-                      printed(ch08, "ch08-rnn"), re.M)
+                      printed(tagged(ch08, "ch08-rnn")), re.M)
     assert [int(r[0]) for r in rows] == [3, 10, 30]
     for row in rows:
         assert len(set(row[2:])) == 1, f"the four derivatives differ: {row}"
@@ -156,17 +146,17 @@ def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
     ("ch09-gradcheck", ["gradcheck(mixed, a, b, c): True"]),
 ])
 def test_chapter_9_prints_the_numbers(ch09, tag, expected):
-    text = printed(ch09, tag)
+    text = printed(tagged(ch09, tag))
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_chapter_9_softmax_gradient_matches_p_minus_y_for_both_scales(ch09):
-    assert printed(ch09, "ch09-ce").count("logits.grad == (P - Y) / N: True") == 2
+    assert printed(tagged(ch09, "ch09-ce")).count("logits.grad == (P - Y) / N: True") == 2
 
 
 def test_chapter_9_agrees_with_pytorch(ch09):
-    text = printed(ch09, "ch09-torch")
+    text = printed(tagged(ch09, "ch09-torch"))
     lines = [line for line in text.splitlines() if "max |difference|" in line]
     assert len(lines) == 4 and all(line.endswith("True") for line in lines), text
 
@@ -180,7 +170,7 @@ def test_chapters_have_figures(path):
 
 
 def test_chapter_9_links_the_assignment(ch09):
-    text = "\n".join(c.source for c in ch09.cells if c.cell_type == "markdown")
+    text = markdown(ch09)
     assert "[Assignment ps05](../exercises/ps05_tensor_vjps/ps05_tensor_vjps.ipynb)" in text
 
 

@@ -13,7 +13,6 @@ import os
 import re
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -23,6 +22,7 @@ from course_lib.functional import grad, hessian
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.scalar import Value
 from course_lib.tensor import no_grad
+from notebook_text import printed, tagged
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CH10 = BOOK / "10_neural_networks.ipynb"
@@ -208,24 +208,17 @@ def test_chapter13_curve_derivatives_agree_with_the_formulas(jax):
 
 # ---- the executed notebooks ------------------------------------------------------------
 
-def tagged_text(path: Path, tag: str) -> str:
-    nb = nbformat.read(path, as_version=4)
-    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
-    assert cells, f"no cell tagged {tag!r} in {path.name}"
-    return "".join(out.get("text", "") for c in cells for out in c.outputs if out.output_type == "stream")
-
-
 def test_chapter10_prints_the_recomputed_held_out_accuracy(run):
-    text = tagged_text(CH10, "ch10-train")
-    printed = re.search(r"held-out accuracy after 100 epochs: (\d+)/(\d+) = ([\d.]+)%", text)
-    assert printed, f"the training cell should print the held-out accuracy, it printed:\n{text}"
-    correct, total = int(printed.group(1)), int(printed.group(2))
+    text = printed(tagged(CH10, "ch10-train"))
+    accuracy = re.search(r"held-out accuracy after 100 epochs: (\d+)/(\d+) = ([\d.]+)%", text)
+    assert accuracy, f"the training cell should print the held-out accuracy, it printed:\n{text}"
+    correct, total = int(accuracy.group(1)), int(accuracy.group(2))
     assert (correct, total) == (int(np.sum(run["predicted"] == run["y_test"])), 30)
-    assert printed.group(3) == f"{100 * correct / total:.1f}"
+    assert accuracy.group(3) == f"{100 * correct / total:.1f}"
 
 
 def test_chapter10_prints_the_confusion_matrix(run):
-    text = tagged_text(CH10, "ch10-confusion")
+    text = printed(tagged(CH10, "ch10-confusion"))
     rows = [list(map(int, r)) for r in re.findall(r"^true \w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$", text, re.M)]
     expected = np.zeros((3, 3), dtype=int)
     np.add.at(expected, (run["y_test"], run["predicted"]), 1)
@@ -233,28 +226,28 @@ def test_chapter10_prints_the_confusion_matrix(run):
 
 
 def test_chapter10_prints_parameter_gradient_shapes_and_checks():
-    text = tagged_text(CH10, "ch10-probe")
+    text = printed(tagged(CH10, "ch10-probe"))
     assert "131 parameters" in text
     for name, shape in [("layers[0].weight", "(4, 16)"), ("layers[0].bias", "(16,)"),
                         ("layers[1].weight", "(16, 3)"), ("layers[1].bias", "(3,)")]:
         assert re.search(re.escape(name) + r"\s+" + re.escape(shape) + r"\s+" + re.escape(shape), text), name
-    checks = tagged_text(CH10, "ch10-gradcheck")
+    checks = printed(tagged(CH10, "ch10-gradcheck"))
     assert checks.count("formula matches backward(): True") == 4 and "False" not in checks
 
 
 def test_chapter10_split_table_matches_recomputation():
-    text = tagged_text(CH10, "ch10-splits")
-    printed = {int(s): int(n) for s, n in re.findall(r"split seed (\d+): held-out accuracy\s+(\d+)/30", text)}
-    assert sorted(printed) == list(range(6))
+    text = printed(tagged(CH10, "ch10-splits"))
+    accuracies = {int(s): int(n) for s, n in re.findall(r"split seed (\d+): held-out accuracy\s+(\d+)/30", text)}
+    assert sorted(accuracies) == list(range(6))
     for seed in (0, 5):   # two of them, recomputed (each is a full training run)
         X_train, y_train, X_test, y_test, _ = iris_split(seed)
         model, _ = train_course_lib(X_train, y_train)
         with no_grad():
-            assert printed[seed] == int(np.sum(model(X_test).data.argmax(axis=1) == y_test))
+            assert accuracies[seed] == int(np.sum(model(X_test).data.argmax(axis=1) == y_test))
 
 
 def test_chapter10_prints_pytorch_agreement():
-    text = tagged_text(CH10, "ch10-torch")
+    text = printed(tagged(CH10, "ch10-torch"))
     assert "800 minibatch losses compared: all agree to 1e-10: True" in text
     assert "final weights agree to 1e-10: True" in text
     assert "PyTorch held-out accuracy: 29/30" in text
@@ -272,16 +265,16 @@ def test_chapter10_prints_pytorch_agreement():
     ("ch13-stop", ["course_lib: 4.0", "PyTorch:    4.0", "JAX:        4.0"]),
 ])
 def test_chapter13_prints_the_numbers(tag, expected):
-    text = tagged_text(CH13, tag)
+    text = printed(tagged(CH13, tag))
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_chapter13_tables_of_jvps_and_second_derivatives():
-    rows = re.findall(r"^\((\S+), (\S+)\)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", tagged_text(CH13, "ch13-jvp"), re.M)
+    rows = re.findall(r"^\((\S+), (\S+)\)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", printed(tagged(CH13, "ch13-jvp")), re.M)
     assert [[float(v) for v in row[2:]] for row in rows] == [[4.0] * 4, [-11.0] * 4, [-7.0] * 4]
-    nested = tagged_text(CH13, "ch13-nested")
+    nested = printed(tagged(CH13, "ch13-nested"))
     for library in ("course_lib grad(grad)", "jax.grad(jax.grad)"):
         assert re.search(re.escape(library) + r"\s+4\s+2\s+-12\s*$", nested, re.M), library
-    curves = tagged_text(CH13, "ch13-curves")
+    curves = printed(tagged(CH13, "ch13-curves"))
     assert curves.count("below 1e-13: True") == 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -16,27 +15,12 @@ from course_lib.datasets import load_iris
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.physics import HOOP, START_SHOT, fit_shot, height_at, shot_height
 from course_lib.tensor import Tensor, no_grad
+from notebook_text import markdown, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH11 = ROOT / "book" / "11_differentiable_physics.ipynb"
 CH12 = ROOT / "book" / "12_integrated_gradients.ipynb"
 PS07_LINK = "../exercises/ps07_integrated_gradients/ps07_integrated_gradients.ipynb"
-
-
-def shown(path: Path) -> str:
-    """Everything a notebook displays as text (streams and text/plain results)."""
-    parts = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        for out in cell.get("outputs", []):
-            if out.output_type == "stream":
-                parts.append(out.text)
-            elif "text/plain" in out.get("data", {}):
-                parts.append(out.data["text/plain"])
-    return "\n".join(parts)
-
-
-def markdown(path: Path) -> str:
-    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
 
 
 def tiny(number: float, below: float = 1e-12) -> str:
@@ -281,7 +265,7 @@ def test_ch12_one_batched_call_and_costs(iris, hit):
 
 
 def test_ch12_teaching_version_matches_the_engine(iris, hit):
-    cells = [c for c in nbformat.read(CH12, as_version=4).cells if "teaching-version" in c.metadata.get("tags", [])]
+    cells = tagged(CH12, "teaching-version")
     assert len(cells) == 1
     model, Z, *_ = iris
     namespace = {"np": np, "integrated_gradients": ig.integrated_gradients, "model": model,
