@@ -26,7 +26,7 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser graphviz chromium mathjax release autograde clean help
+.PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
@@ -34,7 +34,7 @@ help:
 	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
 	@echo "make release, make autograde - instructor commands (see README)"
 
-setup: graphviz $(BASE_STAMP) mathjax
+setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup $(ORACLE_STAMP)
 setup-browser: setup chromium $(BROWSER_STAMP)
 
@@ -55,6 +55,11 @@ define apt_install
 	fi
 endef
 
+# Debian and Ubuntu ship Python's venv module separately (python3-venv).
+venv-support:
+	$(call apt_install,the venv module of $(PYTHON),$(PYTHON) -c 'import ensurepip',python3-venv,\
+	  reinstall Python from python.org or your package manager with venv/ensurepip included)
+
 graphviz:
 	$(call apt_install,graphviz (the 'dot' program),dot -V,graphviz,\
 	  macOS: brew install graphviz; Fedora: sudo dnf install graphviz; conda: conda install -c conda-forge graphviz)
@@ -69,7 +74,7 @@ mathjax: $(BASE_STAMP)
 	@$(PY) -c "import sys; sys.path.insert(0, 'tests'); from mathjax_assets import ensure_mathjax; \
 	  print('==> mathjax: local copy in', ensure_mathjax('.'))"
 
-$(BASE_STAMP): requirements.txt pyproject.toml
+$(BASE_STAMP): requirements.txt pyproject.toml | venv-support
 	@echo "==> set-up: virtual environment in $(VENV) (Python: $$($(PYTHON) --version 2>&1))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> set-up: installing the pinned book/grading stack from requirements.txt"
