@@ -108,6 +108,27 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
     return method, reflected
 
 
+def _broadcasting(symbol: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable:
+    """``fn`` with an error that says what to do when the operands' shapes do not broadcast."""
+
+    def apply(a: Any, b: Any) -> np.ndarray:
+        try:
+            return fn(a, b)
+        except ValueError:
+            if _broadcastable(np.shape(a), np.shape(b)):
+                raise
+            raise ValueError(
+                f"shapes {np.shape(a)} and {np.shape(b)} do not broadcast for '{symbol}': axes are matched "
+                "from the right and each pair must be equal or 1; reshape an operand so they line up "
+                "(e.g. x[:, None] for a column, x.reshape(1, -1) for a row)") from None
+
+    return apply
+
+
+def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(m == n or 1 in (m, n) for m, n in zip(a[::-1], b[::-1]))
+
+
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     try:
         return np.matmul(a, b)
@@ -212,11 +233,11 @@ class Tensor:
         _backprop(self, _seed(self, grad, "backward()"), create_graph=False, on_grad=_store_grad)
 
     # -- arithmetic (each op: compute the value with NumPy, record the node) ------------
-    __add__, __radd__ = _binary_methods("add", np.add)
-    __sub__, __rsub__ = _binary_methods("sub", np.subtract)
-    __mul__, __rmul__ = _binary_methods("mul", np.multiply)
-    __truediv__, __rtruediv__ = _binary_methods("div", np.divide)
-    __pow__, __rpow__ = _binary_methods("pow", np.power)
+    __add__, __radd__ = _binary_methods("add", _broadcasting("+", np.add))
+    __sub__, __rsub__ = _binary_methods("sub", _broadcasting("-", np.subtract))
+    __mul__, __rmul__ = _binary_methods("mul", _broadcasting("*", np.multiply))
+    __truediv__, __rtruediv__ = _binary_methods("div", _broadcasting("/", np.divide))
+    __pow__, __rpow__ = _binary_methods("pow", _broadcasting("**", np.power))
     __matmul__, __rmatmul__ = _binary_methods("matmul", _matmul)
 
     def __neg__(self) -> Tensor:

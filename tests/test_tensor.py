@@ -1,6 +1,8 @@
 """Unit tests of course_lib.tensor: semantics, errors, pruning, the VJP table, gradcheck on every op."""
 from __future__ import annotations
 
+import operator
+import re
 import sys
 
 import numpy as np
@@ -229,6 +231,17 @@ def test_pow_with_tensor_exponent():
     a, b = Tensor(2.0, requires_grad=True), Tensor(3.0, requires_grad=True)
     (a**b).backward()
     assert a.grad == pytest.approx(3 * 4.0) and b.grad == pytest.approx(8 * np.log(2.0))
+
+
+@pytest.mark.parametrize("op, symbol", [(operator.add, "+"), (operator.sub, "-"), (operator.mul, "*"),
+                                        (operator.truediv, "/"), (operator.pow, "**")])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_elementwise_shape_errors_say_how_to_line_up(op, symbol, requires_grad):
+    a = Tensor(np.ones((2, 3)), requires_grad=requires_grad)
+    with pytest.raises(ValueError, match=rf"shapes \(2, 3\) and \(4, 3\) do not broadcast for '{re.escape(symbol)}'.*reshape"):
+        op(a, Tensor(np.ones((4, 3))))
+    with pytest.raises(ValueError, match=rf"shapes \(2,\) and \(2, 3\) do not broadcast for '{re.escape(symbol)}'.*x\[:, None\]"):
+        op(np.ones(2), a)  # the reflected operator names the operands in the order written
 
 
 @pytest.mark.parametrize(
