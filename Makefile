@@ -105,9 +105,17 @@ test: setup-test
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  -o python_files='test_*.py' -q -rfEs
 
+# nbgrader --force replaces exercises/<assignment>/ whole. Anything in it that git does not
+# have as committed (a student's answers, a file they saved there) is copied to backups/ first.
 release: setup
 	@echo "==> release: regenerating every student version in exercises/ from solutions/"
-	@for d in solutions/*/; do a=$$(basename $$d); echo "  - $$a"; \
+	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); \
+	for d in solutions/*/; do a=$$(basename $$d); echo "  - $$a"; \
+	  if [ -d "exercises/$$a" ] && { ! git rev-parse --git-dir >/dev/null 2>&1 || \
+	       [ -n "$$(git status --porcelain --untracked-files=all -- "exercises/$$a")" ]; }; then \
+	    mkdir -p "backups/$$stamp" && cp -r "exercises/$$a" "backups/$$stamp/" && \
+	    echo "    exercises/$$a had changes git has not committed: a copy is in backups/$$stamp/$$a/"; \
+	  fi; \
 	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
 
 autograde: setup

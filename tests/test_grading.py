@@ -8,12 +8,13 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, nbgrader, nbgrader_meta
+from nbgrader_helpers import BIN, ROOT, answer_cells, fill_in, graded_cells, nbgrader, nbgrader_meta
 
 from course_lib.grading import ClassGrader, main
 
@@ -146,3 +147,39 @@ def test_a_second_run_never_overwrites_graded_work(graded_class):
 def test_command_line_reports_missing_inbox(tmp_path, capsys):
     assert main([str(tmp_path / "nowhere"), "--course", str(tmp_path)]) == 2
     assert "Unzip the hand-ins" in capsys.readouterr().out
+
+
+def test_make_release_keeps_a_copy_of_work_it_would_replace(tmp_path):
+    """`make release` regenerates exercises/<assignment>/ whole: a student's answers saved in
+    the released notebook, or a file of their own beside it, must survive in backups/."""
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("Makefile", "nbgrader_config.py", ".gitignore"):
+        shutil.copy(ROOT / name, course / name)
+    for folder in ("solutions", "exercises"):
+        shutil.copytree(ROOT / folder / ASSIGNMENT, course / folder / ASSIGNMENT)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.org"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
+        subprocess.run(git + args, cwd=course, check=True)
+    released = course / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    pristine = released.read_bytes()
+    answers = pristine.replace(b"raise NotImplementedError()", b"return 42  # my answer")
+    assert answers != pristine
+    released.write_bytes(answers)
+    (released.parent / "my_notes.txt").write_text("notes")
+
+    def release():  # the repository's target, with this test's environment as the set-up
+        return subprocess.run(["make", "-o", "setup", "release", f"BIN={BIN}"], cwd=course,
+                              capture_output=True, text=True, check=True).stdout
+
+    out = release()
+    assert released.read_bytes() == pristine, "make release must regenerate the student version"
+    assert not (released.parent / "my_notes.txt").exists()
+    [backup] = (course / "backups").iterdir()
+    assert (backup / ASSIGNMENT / released.name).read_bytes() == answers
+    assert (backup / ASSIGNMENT / "my_notes.txt").read_text() == "notes"
+    assert f"a copy is in backups/{backup.name}/{ASSIGNMENT}/" in out
+
+    assert "a copy is in" not in release(), "nothing to keep when exercises/ matches the commit"
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=course, capture_output=True, text=True).stdout
+    assert status == "", f"make release left changes beside the git-ignored backups/ and gradebook: {status}"
