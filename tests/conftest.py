@@ -1,7 +1,9 @@
 """Fixtures shared by the test modules."""
 import gc
+from pathlib import Path
 
 import pytest
+from built_site import built_book
 
 
 @pytest.fixture
@@ -13,3 +15,9 @@ def no_gc():
     yield
     if was_enabled:
         gc.enable()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The HTML folder of the strictly built book (built once per session, shared by workers)."""
+    return built_book(tmp_path_factory)

@@ -1,7 +1,7 @@
 """The rendered book in a real browser: headless Chromium driven by Selenium.
 
-The book is built strictly, as ``make book`` does, into a temporary folder (``built_book``, also
-used by ``test_colab_path.py``), served on 127.0.0.1 and visited with every other host made
+The book is built strictly, as ``make book`` does, into a temporary folder (the ``site`` fixture
+of ``conftest.py``, shared with ``test_colab_path.py``), served on 127.0.0.1 and visited with every other host made
 unresolvable: a page that needs a CDN, a web font or any other outside resource shows a console
 error here, exactly as it would for a reader without a network. Every page of the toc must load
 without console errors, with its images, code cells and outputs, typeset math, working
@@ -16,13 +16,10 @@ fail in CI (``CI`` set), where ``.ci/run`` installs them. Run alone with
 """
 from __future__ import annotations
 
-import fcntl
 import functools
 import os
 import re
 import shutil
-import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +27,7 @@ from urllib.parse import urljoin
 
 import nbformat
 import pytest
-from mathjax_assets import ensure_mathjax
+from built_site import html_path
 from test_book import PAGES, ROOT
 
 try:
@@ -41,42 +38,8 @@ try:
 except ImportError:  # the build-only tests still run; the browser fixture skips
     webdriver = None
 
-BIN = Path(sys.executable).parent
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 TIMEOUT = 60  # seconds for a page, its scripts and MathJax to settle
-
-
-def html_path(page: Path) -> str:
-    """Where Jupyter Book puts a source page in the built site, relative to its root."""
-    return page.relative_to(ROOT).with_suffix(".html").as_posix()
-
-
-def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The HTML folder of the book built strictly (``-W -n --keep-going``) in a temporary folder.
-
-    Built once per test session: pytest-xdist workers share the session's base temporary
-    folder and take turns through a file lock, so the first one builds and the others reuse it.
-    """
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's folder, shared by all workers
-    out = base / "book-build"
-    with open(base / "book-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / "built").exists():
-            ensure_mathjax(ROOT)
-            shutil.rmtree(out, ignore_errors=True)
-            env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-            proc = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
-                                   "-W", "-n", "--keep-going"], env=env, capture_output=True, text=True)
-            assert proc.returncode == 0, f"the strict book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
-            (out / "built").touch()
-    return out / "_build" / "html"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return built_book(tmp_path_factory)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):

@@ -35,7 +35,7 @@ from nbclient import NotebookClient
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
 from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, ids
-from test_browser import built_book, html_path
+from built_site import html_path
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
 # Colab's preinstalled packages that the course uses. torch and jax carry the oracles' exact pins:
@@ -163,11 +163,6 @@ def test_course_lib_is_python_3_11_to_3_13(path):
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module and not node.level}
     assert not imported & REMOVED_MODULES, f"modules gone in Python 3.12/3.13: {imported & REMOVED_MODULES}"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    return built_book(tmp_path_factory)
 
 
 COLAB_LINK = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')

@@ -10,7 +10,6 @@ import json
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import nbformat
 import pytest
