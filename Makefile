@@ -26,7 +26,8 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde clean help
+.PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde \
+        configure clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
@@ -117,6 +118,15 @@ release: setup
 	    echo "    exercises/$$a had changes git has not committed: a copy is in backups/$$stamp/$$a/"; \
 	  fi; \
 	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+
+# One setting (course.toml) names the public repository, branch and release; every set-up
+# cell, launch button and README link is generated from it. Idempotent.
+#   make configure REPO=<owner>/<name> [BRANCH=main] [REF=<tag>]
+configure: setup
+	@$(PY) tools/course.py configure $(if $(REPO),--repo "$(REPO)") $(if $(BRANCH),--branch "$(BRANCH)") \
+	  $(if $(REF),--ref "$(REF)")
+	@$(MAKE) --no-print-directory release
+	@$(PY) tools/course.py check
 
 autograde: setup
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
