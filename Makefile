@@ -1,14 +1,16 @@
 # Automatic Differentiation from Scratch: set-up, book and tests.
 #   make book   set up on first run, then build the book into _build/html
 #   make test   set up on first run (plus the PyTorch/JAX oracles), then the whole suite
-# Set-up is idempotent: stamps in .venv record what is installed and are redone only when
-# the requirement files change.
+# Set-up is idempotent and exact: every package comes at the version requirements.lock pins
+# (made by `make lock` with pip-compile); stamps in .venv record what is installed and are
+# redone only when the requirement files or the lock change.
 
 SHELL      := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON     ?= python3
 VENV       := .venv
 BIN        := $(CURDIR)/$(VENV)/bin
+LOCK       := requirements.lock
 PY         := $(BIN)/python
 # nbgrader shells out to `alembic`, and jupyter-book to kernels: the venv's bin/ goes first.
 export PATH := $(BIN):$(PATH)
@@ -27,13 +29,17 @@ PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
 .PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde \
-        configure clean help
+        configure lock dist publish instructor-only clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
 	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
 	@echo "make release, make autograde - instructor commands (see README)"
+	@echo "make configure REPO=owner/name [REF=tag] - retarget the course (course.toml)"
+	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
+	@echo "make dist   - build course_lib's wheel and sdist into dist/"
+	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup $(ORACLE_STAMP)
@@ -70,28 +76,29 @@ chromium:
 	  macOS: brew install --cask chromium chromedriver; Fedora: sudo dnf install chromium chromedriver)
 
 # MathJax is served from the built book (offline math, no CDN): copied once from the pinned
-# django-static-mathjax package (see tests/mathjax_assets.py).
+# django-static-mathjax package (see tools/mathjax_assets.py).
 mathjax: $(BASE_STAMP)
-	@$(PY) -c "import sys; sys.path.insert(0, 'tests'); from mathjax_assets import ensure_mathjax; \
+	@$(PY) -c "import sys; sys.path.insert(0, 'tools'); from mathjax_assets import ensure_mathjax; \
 	  print('==> mathjax: local copy in', ensure_mathjax('.'))"
 
-$(BASE_STAMP): requirements.txt pyproject.toml | venv-support
+$(BASE_STAMP): requirements.txt $(LOCK) pyproject.toml | venv-support
 	@echo "==> set-up: virtual environment in $(VENV) (Python: $$($(PYTHON) --version 2>&1))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "==> set-up: installing the pinned book/grading stack from requirements.txt"
-	@$(PIP) -r requirements.txt $(QUIET_PIP)
+	@echo "==> set-up: installing the book/grading stack (requirements.txt) at the versions of $(LOCK)"
+	@$(PIP) -U pip -c $(LOCK) $(QUIET_PIP)
+	@$(PIP) -r requirements.txt -c $(LOCK) $(QUIET_PIP)
 	@echo "==> set-up: installing course_lib (editable) into $(VENV)"
 	@$(PIP) --no-deps -e . $(QUIET_PIP)
 	@touch $@
 
-$(ORACLE_STAMP): requirements-oracles.txt $(BASE_STAMP)
+$(ORACLE_STAMP): requirements-oracles.txt $(LOCK) $(BASE_STAMP)
 	@echo "==> set-up: installing the test oracles (PyTorch CPU, JAX) from requirements-oracles.txt"
-	@$(PIP) -r requirements-oracles.txt $(QUIET_PIP)
+	@$(PIP) -r requirements-oracles.txt -c $(LOCK) $(QUIET_PIP)
 	@touch $@
 
-$(BROWSER_STAMP): requirements-browser.txt $(BASE_STAMP)
+$(BROWSER_STAMP): requirements-browser.txt $(LOCK) $(BASE_STAMP)
 	@echo "==> set-up: installing Selenium for the browser tests from requirements-browser.txt"
-	@$(PIP) -r requirements-browser.txt $(QUIET_PIP)
+	@$(PIP) -r requirements-browser.txt -c $(LOCK) $(QUIET_PIP)
 	@touch $@
 
 book: setup
@@ -100,7 +107,7 @@ book: setup
 	@time $(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "==> book: open _build/html/index.html"
 
-test: setup-test
+test: instructor-only setup-test
 	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
 	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
@@ -108,7 +115,7 @@ test: setup-test
 
 # nbgrader --force replaces exercises/<assignment>/ whole. Anything in it that git does not
 # have as committed (a student's answers, a file they saved there) is copied to backups/ first.
-release: setup
+release: instructor-only setup
 	@echo "==> release: regenerating every student version in exercises/ from solutions/"
 	@stamp=$$(date -u +%Y%m%dT%H%M%SZ); \
 	for d in solutions/*/; do a=$$(basename $$d); echo "  - $$a"; \
@@ -128,9 +135,40 @@ configure: setup
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
-autograde: setup
+autograde: instructor-only setup
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
 	@$(PY) -m course_lib.grading submissions
+
+# The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
+instructor-only:
+	@test -d solutions -a -d tests || { echo "ERROR: this is the students' copy of the course (made by"; \
+	  echo "       'make publish'): it has no solutions/ and no tests/. Tests, releases and grading"; \
+	  echo "       run in the instructor's repository."; exit 1; }
+
+# One lock for every requirements file: exact versions of the whole stack, transitive ones
+# included. Run after changing any requirements*.txt; set-up then installs exactly this.
+LOCK_INPUTS := requirements.txt requirements-oracles.txt requirements-browser.txt benchmarks/requirements.txt
+lock: venv-support
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/pip-compile || $(PIP) "$$(grep '^pip-tools==' requirements.txt)" $(QUIET_PIP)
+	@echo "==> lock: pip-compile $(LOCK_INPUTS) -> $(LOCK)"
+	@$(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+	  --no-header -o $(LOCK).new $(LOCK_INPUTS) $(QUIET_PIP)
+	@# Local version labels (torch's "+cpu" wheel on this machine) are dropped: "==2.13.0" still
+	@# selects that wheel where it is offered, and the lock stays valid on plain PyPI.
+	@{ echo "# Exact versions of every package of the stack (make lock; pip-compile $$($(BIN)/pip-compile --version | cut -d' ' -f3))."; \
+	  echo "# Inputs: $(LOCK_INPUTS). Set-up installs each input with -c $(LOCK)."; \
+	  sed -E 's/^([A-Za-z0-9_.-]+==[^ +]+)\+[A-Za-z0-9.]+/\1/' $(LOCK).new; } > $(LOCK) && rm $(LOCK).new
+
+# course_lib's wheel and sdist, built with the standard `build` tool from the locked set-up.
+dist: setup
+	@rm -rf dist && $(PY) -m build --no-isolation --outdir dist . >/dev/null && ls dist
+
+# The student-facing tree: book, exercises, course_lib, configs, a README for students;
+# no solutions, hidden tests, gradebook, submissions or instructor tooling.
+publish: setup
+	@test -n "$(DEST)" || { echo "usage: make publish DEST=<folder for the public repository>"; exit 2; }
+	@$(PY) tools/publish.py "$(DEST)"
 
 clean:
 	rm -rf _build .pytest_cache

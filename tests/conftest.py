@@ -1,9 +1,14 @@
 """Fixtures shared by the test modules."""
 import gc
+import sys
 from pathlib import Path
 
 import pytest
-from built_site import built_book
+
+# The maintainer scripts in tools/ (course identity, publishing, MathJax) are imported by tests.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+from built_site import built_book  # noqa: E402
 
 
 @pytest.fixture

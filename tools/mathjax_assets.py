@@ -14,7 +14,7 @@ of MathJax's components on every page. Files under ``_vendor/`` are only copied.
 
 Called by ``make setup`` and by the tests that build the book::
 
-    python -c "import sys; sys.path.insert(0, 'tests'); from mathjax_assets import ensure_mathjax; ensure_mathjax('.')"
+    python -c "import sys; sys.path.insert(0, 'tools'); from mathjax_assets import ensure_mathjax; ensure_mathjax('.')"
 """
 from __future__ import annotations
 
