@@ -34,7 +34,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
-from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, ids
+from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
 from built_site import html_path
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
@@ -57,9 +57,9 @@ class Colab:
         return subprocess.run([str(self.python), *args], cwd=cwd, env=self.env, capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module")
-def colab(tmp_path_factory):
-    base = tmp_path_factory.mktemp("colab")
+def python_env(base: Path, packages: list[str], course_lib_spec: str) -> Colab:
+    """A fresh virtual environment with ``packages`` and a kernel of its own; its set-up cells
+    install course_lib from ``course_lib_spec`` (what ``COURSE_LIB`` is set to)."""
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
     main_bin = Path(sys.executable).parent.resolve()
@@ -67,17 +67,38 @@ def colab(tmp_path_factory):
                                    if p and Path(p).resolve() != main_bin]
     env = {k: v for k, v in os.environ.items()
            if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "JUPYTER_PATH", "MPLBACKEND"}}
-    env.update(PATH=os.pathsep.join(path), PYTHONNOUSERSITE="1", COURSE_LIB=str(ROOT))
+    env.update(PATH=os.pathsep.join(path), PYTHONNOUSERSITE="1", COURSE_LIB=course_lib_spec)
     spec = base / "kernels" / "colab"
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Colab-like Python", "language": "python"}))
     runtime = Colab(python, spec.parent, env)
-    proc = runtime.run("-m", "pip", "install", "-q", *COLAB_PACKAGES, cwd=base)
-    assert proc.returncode == 0, f"could not build the Colab-like environment:\n{proc.stderr[-3000:]}"
-    yield runtime
+    proc = runtime.run("-m", "pip", "install", "-q", *packages, cwd=base)
+    assert proc.returncode == 0, f"could not build the environment:\n{proc.stderr[-3000:]}"
+    return runtime
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory):
+    base = tmp_path_factory.mktemp("colab")
+    yield python_env(base, COLAB_PACKAGES, str(ROOT))
     shutil.rmtree(base, ignore_errors=True)  # about 2 GB
+
+
+@pytest.fixture(scope="module")
+def wheel_only(tmp_path_factory):
+    """The released wheel (``make dist``) in an environment with nothing but course_lib's runtime
+    dependencies: no PyTorch, no JAX, no course tools."""
+    base = tmp_path_factory.mktemp("wheel")
+    dist = subprocess.run(["make", "--no-print-directory", "dist"], cwd=ROOT, capture_output=True, text=True)
+    assert dist.returncode == 0, dist.stdout + dist.stderr
+    [wheel] = (ROOT / "dist").glob("course_lib-*.whl")
+    shutil.copy(wheel, base / wheel.name)
+    runtime_deps = [str(r) for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())
+                                        ["project"]["dependencies"])]
+    yield python_env(base, ["ipykernel", *runtime_deps], str(base / wheel.name))
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_oracle_pins_are_exact():
@@ -138,6 +159,43 @@ def test_student_notebook_runs_its_visible_tests_like_in_colab(colab, path, tmp_
     for cell in after_setup(nb):
         # nbgrader gives 0 points to a test cell that writes to stderr
         assert not stderr_of(cell), f"stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+
+
+def test_the_wheel_alone_runs_the_set_up_cell_and_prints_its_version(wheel_only, tmp_path):
+    import course_lib
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP_CELL)],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb = run_like_colab(wheel_only, nb, "setup.ipynb", tmp_path)
+    stdout = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stdout")
+    assert stdout.strip().splitlines()[-1] == f"course_lib {course_lib.__version__}"
+
+
+@pytest.mark.parametrize("path", STUDENT_NOTEBOOKS, ids=ids(STUDENT_NOTEBOOKS))
+def test_student_notebook_passes_its_visible_tests_with_the_wheel_alone(wheel_only, path, tmp_path):
+    source = nbformat.read(ROOT / "solutions" / path.parent.name / path.name, as_version=4)
+    nb = run_like_colab(wheel_only, fill_in(nbformat.read(path, as_version=4), source, {}), path.name, tmp_path)
+    for cell in after_setup(nb):
+        assert not stderr_of(cell), f"stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+
+
+OPTIONAL = [p for p in CHAPTERS if p.stem.startswith(("05_", "09_", "10_", "13_"))]
+
+
+@pytest.mark.parametrize("path", OPTIONAL, ids=ids(OPTIONAL))
+def test_chapter_without_pytorch_or_jax_says_what_to_install(wheel_only, path, tmp_path):
+    """A reader without PyTorch/JAX runs the whole chapter: no traceback, one line saying what to
+    install, and every cell that needs them skipped with a note."""
+    nb = run_like_colab(wheel_only, nbformat.read(path, as_version=4), path.name, tmp_path)
+    shown = []
+    for cell in after_setup(nb):
+        assert not stderr_of(cell), f"stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+        shown += [o.get("text", "") for o in cell.outputs if o.get("name") == "stdout"]
+    text = "".join(shown)
+    install_lines = [line for line in text.splitlines() if "pip install torch" in line]
+    assert 1 <= len(install_lines) <= 2 and all(len(line) < 200 for line in install_lines), install_lines
+    if path.stem.startswith(("10_", "13_")):
+        assert "Skipped: this cell needs" in text
 
 
 def test_runtime_dependencies_are_only_numpy_matplotlib_graphviz():
