@@ -27,6 +27,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import course  # tools/course.py
 import nbformat
 import pytest
 from jupyter_client import KernelManager
@@ -226,13 +227,18 @@ def test_course_lib_is_python_3_11_to_3_13(path):
 COLAB_LINK = re.compile(r'href="(https://colab\.research\.google\.com/[^"]*)"')
 
 
+REPOSITORY_LINK = re.compile(r'<a href="([^"]*)"[^>]*class="[^"]*btn-source-repository-button')
+
+
 @pytest.mark.parametrize("page", NOTEBOOKS, ids=ids(NOTEBOOKS))
-def test_colab_button_opens_this_notebook_on_the_configured_branch(site, page):
-    owner_repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
-    expected = (f"{CONFIG['launch_buttons']['colab_url']}/github/{owner_repo}/blob/"
-                f"{CONFIG['repository']['branch']}/{page.relative_to(ROOT).as_posix()}")
-    links = set(COLAB_LINK.findall((site / html_path(page)).read_text()))
+def test_launch_buttons_agree_with_the_course_identity(site, page):
+    identity = course.load()
+    html = (site / html_path(page)).read_text()
+    expected = identity.colab(page.relative_to(ROOT).as_posix())
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    links = set(COLAB_LINK.findall(html))
     assert links == {expected}, f"Colab button of {html_path(page)}: expected {expected}, found {links}"
+    assert set(REPOSITORY_LINK.findall(html)) == {identity.url}, f"repository button of {html_path(page)}"
 
 
 def test_pages_without_a_notebook_have_no_colab_button(site):
