@@ -141,7 +141,7 @@ autograde: instructor-only setup
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:
-	@test -d solutions -a -d tests || { echo "ERROR: this is the students' copy of the course (made by"; \
+	@test -d solutions || { echo "ERROR: this is the students' copy of the course (made by"; \
 	  echo "       'make publish'): it has no solutions/ and no tests/. Tests, releases and grading"; \
 	  echo "       run in the instructor's repository."; exit 1; }
 
