@@ -202,10 +202,23 @@ class ClassGrader:
 
     # 3. export ---------------------------------------------------------------------------
     def export(self, filename: str = "grades.csv") -> Path:
+        """nbgrader's grade table, with the version of course_lib the grading compared against
+        in a last column (the version every set-up cell prints)."""
+        import csv
+
+        from course_lib import __version__
+
         proc = self.run("export", f"--to={filename}")
         if proc.returncode != 0:
             raise RuntimeError("nbgrader export failed: " + _last_error(proc.stderr))
-        return self.course / filename
+        path = self.course / filename
+        with path.open(newline="") as table:
+            rows = list(csv.reader(table))
+        if rows:
+            rows = [rows[0] + ["course_lib_version"]] + [row + [__version__] for row in rows[1:]]
+            with path.open("w", newline="") as table:
+                csv.writer(table).writerows(rows)
+        return path
 
 
 def _last_error(stderr: str) -> str:
@@ -228,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     if not inbox.is_dir():
         print(f"No folder '{inbox}'. Unzip the hand-ins as {inbox}/<student>/<assignment>.ipynb first.")
         return 2
+    from course_lib import __version__
+
     grader = ClassGrader(args.course, timeout=args.timeout)
+    print(f"Grading against course_lib {__version__}")
     outcomes = grader.collect(inbox)
     print(f"Collected {len(outcomes)} hand-ins from {inbox}/")
     grader.grade(outcomes, regrade=args.regrade)

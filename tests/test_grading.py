@@ -123,6 +123,10 @@ def test_grades_csv_and_feedback(graded_class):
     graded = [s for s, o in outcomes.items() if o.status == "graded"]
     assert set(graded) <= set(rows)
     assert float(rows["alice"]["score"]) == outcomes["alice"].score
+    import course_lib
+
+    assert {row["course_lib_version"] for row in rows.values()} == {course_lib.__version__}, \
+        "every grade records the course_lib release it was checked against"
     for student in graded:
         assert (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").exists()
 
