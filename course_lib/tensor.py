@@ -26,6 +26,7 @@ The backward pass visits nodes in Autograd's child-count order
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -46,25 +47,26 @@ _parents_of = attrgetter("_parents")
 
 
 # ----------------------------------------------------------------------------- grad mode
-_grad_enabled = True
+# Per thread (and per asyncio task), as in PyTorch: one thread's no_grad() never switches
+# recording off in another. A new thread starts with recording on.
+_grad_mode: ContextVar[bool] = ContextVar("course_lib_grad_mode", default=True)
 
 
 class set_grad_enabled:
     """Context manager that switches graph recording on (``True``) or off (``False``)
     for the ``with`` block, then restores the previous mode."""
 
-    __slots__ = ("mode", "previous")
+    __slots__ = ("mode", "tokens")
 
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
+        self.tokens: list = []
 
     def __enter__(self) -> None:
-        global _grad_enabled
-        self.previous, _grad_enabled = _grad_enabled, self.mode
+        self.tokens.append(_grad_mode.set(self.mode))
 
     def __exit__(self, *exc_info: object) -> None:
-        global _grad_enabled
-        _grad_enabled = self.previous
+        _grad_mode.reset(self.tokens.pop())
 
 
 def no_grad() -> set_grad_enabled:
@@ -75,7 +77,7 @@ def no_grad() -> set_grad_enabled:
 
 def is_grad_enabled() -> bool:
     """Whether operations currently record the graph."""
-    return _grad_enabled
+    return _grad_mode.get()
 
 
 # ----------------------------------------------------------------------------- Tensor
@@ -91,7 +93,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (_grad_enabled and self.requires_grad):
+            if not (self.requires_grad and _grad_mode.get()):
                 return record(op, fn(self.data, other), ())  # no node, so no need to wrap the constant
             other = record("", other, ())
         return record(op, fn(self.data, other.data), (self, other))
@@ -100,7 +102,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (_grad_enabled and self.requires_grad):
+            if not (self.requires_grad and _grad_mode.get()):
                 return record(op, fn(other, self.data), ())
             other = record("", other, ())
         return record(op, fn(other.data, self.data), (other, self))
@@ -348,7 +350,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     out.grad = None
     out.label = ""
     out._retains_grad = False
-    if _grad_enabled:
+    if _grad_mode.get():
         for parent in parents:
             if parent.requires_grad:
                 out.requires_grad = True
