@@ -6,16 +6,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
-from course_lib import ig
+from course_lib import ig, simulate
 from course_lib.check import numerical_grad
 from course_lib.datasets import load_iris
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.physics import HOOP, START_SHOT, fit_shot, height_at, shot_height
+from course_lib.simulate import DRAG, DT, drag_shot_height, graph_size, hoop_height
 from course_lib.tensor import Tensor, no_grad
-from notebook_text import markdown, shown, tagged
+from notebook_text import markdown, printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH11 = ROOT / "book" / "11_differentiable_physics.ipynb"
@@ -125,6 +127,242 @@ def test_ch11_sensitivities_and_path_average(hit):
     assert "gradient at the first throw        0.0048   1.6157   1.6205" in text
     assert "gradient at the hit                0.0096   2.0746   2.0842" in text
     assert "gradient averaged along path       0.0066   1.8299   1.8365" in text
+
+
+# ---------------------------------------------------------------- chapter 11: the simulation with drag
+
+def sim_gradient(point, dt=DT):
+    params = Tensor(np.asarray(point, dtype=float), requires_grad=True)
+    y = drag_shot_height(params, dt=dt)
+    y.backward()
+    return y.item(), params.grad
+
+
+@pytest.fixture(scope="module")
+def drag_history():
+    return simulate.fit_shot_with_drag()
+
+
+@pytest.fixture(scope="module")
+def ch11_text():
+    return shown(CH11)
+
+
+def test_ch11_simulation_first_throw(ch11_text):
+    v0, theta0 = START_SHOT
+    rows = []
+    for k, steps, height, nodes in [(0.0, 46, "1.2630", 2155), (DRAG, 49, "1.1649", 2293)]:
+        params = Tensor(np.array([v0, theta0, k]), requires_grad=True)
+        y = drag_shot_height(params)
+        assert (simulate.steps_before(v0, theta0, k), f"{y.item():.4f}", graph_size(y)) == (steps, height, nodes)
+        rows.append(f"k = {k:.2f} per m: {steps} steps of 0.01 s and a shortened one, "
+                    f"height at the hoop {height} m, graph of {nodes} nodes")
+    for row in rows + ["closed form (vacuum): 1.2630 m"]:
+        assert row in ch11_text, row
+    assert printed(tagged(CH11, "ch11-sim-first")).count("\n") == 3
+
+
+def test_ch11_simulation_is_exact_without_drag(ch11_text):
+    v0, theta0 = START_SHOT
+    exact = gradient(START_SHOT)
+    for dt, steps in [(0.05, 9), (0.01, 46), (0.001, 461)]:
+        y, grad = sim_gradient([v0, theta0, 0.0], dt)
+        assert simulate.steps_before(v0, theta0, 0.0, dt) == steps
+        assert abs(y - height_at(v0, theta0).item()) < 1e-12
+        assert np.abs(grad[:2] - exact).max() < 1e-12
+        row = f"{dt:7.3f} {steps:6d} {'< 1e-12':>24} {'< 1e-12':>30}"
+        assert row in ch11_text, row
+
+
+def test_ch11_simulation_converges_at_second_order(ch11_text):
+    reference = hoop_height(*START_SHOT, DRAG, dt=1e-4).item()
+    assert f"reference (dt = 1e-4 s): {reference:.8f} m" in ch11_text
+    assert f"{reference:.8f}" == "1.16490797"
+    previous = None
+    for dt in (0.04, 0.02, 0.01, 0.005, 0.0025):
+        error = hoop_height(*START_SHOT, DRAG, dt=dt).item() - reference
+        ratio = "" if previous is None else f"{previous / error:.2f}"
+        if previous is not None:
+            assert float(ratio) == pytest.approx(4.0, abs=0.02)
+        assert f"{dt:7.4f} {reference + error:12.8f} {error:11.2e} {ratio:>12}" in ch11_text
+        previous = error
+    # The prose: "off by about 0.03 mm" at the default step.
+    assert abs(hoop_height(*START_SHOT, DRAG).item() - reference) == pytest.approx(0.03e-3, abs=0.005e-3)
+    assert "0.01 s the height is off by about 0.03 mm" in markdown(CH11)
+
+
+def test_ch11_simulation_gradient_against_finite_differences(ch11_text):
+    point = np.array([*START_SHOT, DRAG])
+    _, grad = sim_gradient(point)
+    fd = numerical_grad(lambda p: drag_shot_height(p).item(), point)
+    np.testing.assert_allclose(grad, fd, rtol=1e-8)
+    assert grad == pytest.approx([0.22802701, 3.96669077, -3.48331045], abs=5e-9)
+    for name, ad, num in zip(["dy/dv", "dy/dtheta", "dy/dk"], grad, fd):
+        assert f"{name:10}{ad:14.8f}{num:14.8f}{ad - num:12.1e}" in ch11_text
+    assert "gradcheck: True" in ch11_text
+
+
+def test_ch11_drag_costs_the_vacuum_hit(hit, ch11_text):
+    air = hoop_height(*hit, DRAG).item()
+    assert air - HOOP[1] == pytest.approx(-0.2634, abs=5e-5)
+    assert "the warm-up's hit: v = 10.023 m/s, theta = 52.44 deg" in ch11_text
+    assert "  in a vacuum:        height at the hoop 3.0995 m" in ch11_text
+    assert "  in air, k = 0.03: height at the hoop 2.8366 m, a miss of -0.2634 m" in ch11_text
+    assert "## Drag costs the vacuum hit 26 cm" in markdown(CH11)
+
+
+def test_ch11_descent_with_drag(drag_history, hit, ch11_text):
+    h = drag_history
+    assert h.converged and h.steps == 18
+    assert "k = 0.03 per m, learning rate 0.01: converged = True after 18 steps" in ch11_text
+    for k in range(h.steps + 1):
+        row = (f"{k:4d} {h.v[k]:10.4f} {math.degrees(h.theta[k]):12.4f} "
+               f"{h.height[k]:11.5f} {h.height[k] - HOOP[1]:+10.5f} {h.loss[k]:10.2e}")
+        assert row in ch11_text, f"step {k} of the descent in air is not shown: {row!r}"
+    assert "hit in air: v = 10.034 m/s, theta = 55.94 deg, |y - 3.1| = 8.6e-04 m" in ch11_text
+    assert "hit in a vacuum (warm-up): v = 10.023 m/s, theta = 52.44 deg" in ch11_text
+    lengths = [simulate.steps_before(v, t, DRAG) for v, t in zip(h.v, h.theta)]
+    assert (min(lengths), max(lengths)) == (49, 77)
+    assert "each iteration backpropagated through 49 to 77 time steps" in ch11_text
+    # The prose: 3.5 degrees steeper, 1 cm/s faster, 18 against 11 steps.
+    assert math.degrees(h.theta[-1] - hit[1]) == pytest.approx(3.5, abs=0.05)
+    assert (h.v[-1] - hit[0]) * 100 == pytest.approx(1.1, abs=0.1)
+    text = markdown(CH11)
+    assert "finds a hit in air in 18 steps" in text and "(18 against 11)" in text and "3.5° steeper" in text
+
+
+def test_ch11_learning_rate_in_air(drag_history, ch11_text):
+    at = Tensor(np.array([drag_history.v[-1], drag_history.theta[-1]]), requires_grad=True)
+    hoop_height(at[0], at[1], DRAG).backward()
+    c = float(at.grad @ at.grad)
+    assert f"{c:.2f}" == "16.51"
+    assert "||grad y||^2 at the hit in air = 16.51  (in a vacuum: 28.23)" in ch11_text
+    misses = drag_history.height - HOOP[1]
+    observed = np.round(misses[-4:] / misses[-5:-1], 3)
+    assert np.all(np.abs(observed - (1 - 2 * 0.01 * c)) < 2e-3)
+    assert f"predicted factor r = 0.670, observed e[k+1]/e[k] over the last steps: {observed}" in ch11_text
+    assert "settles at the predicted 0.670, against 0.435" in markdown(CH11)
+
+
+def test_ch11_drag_coefficient_as_a_parameter(drag_history, hit, ch11_text):
+    air_hit = np.array([drag_history.v[-1], drag_history.theta[-1], DRAG])
+    _, grad = sim_gradient(air_hit)
+    effects = grad * air_hit / 100
+    assert effects == pytest.approx([0.0553, 0.0393, -0.0036], abs=5e-5)
+    for name, value, unit, d in zip(["v", "theta", "k"], air_hit, ["m per m/s", "m per rad", "m per (1/m)"], grad):
+        assert f"dy/d{name:5} = {d:+8.4f} {unit:12}  effect of +1%: {d * value / 100:+.4f} m" in ch11_text
+    text = markdown(CH11)
+    assert "1% more speed raises the ball at the hoop by 5.5 cm, 1% more angle by 3.9 cm" in text
+    assert "1% more drag lowers it by 3.6 mm" in text
+
+    vacuum_hit = np.array([*hit, 0.0])
+    parts, gap = ig.integrated_gradients(drag_shot_height, air_hit, vacuum_hit, steps=8,
+                                         method="gausslegendre", return_delta=True)
+    change = drag_shot_height(air_hit).item() - drag_shot_height(vacuum_hit).item()
+    assert parts == pytest.approx([0.0055, 0.2909, -0.2967], abs=5e-5)
+    assert abs(gap) < 1.5e-6 and abs(parts.sum() - change) < 1.5e-6
+    assert f"change in height from the vacuum hit to the hit in air: {change:+.5f} m" in ch11_text
+    assert "change in height from the vacuum hit to the hit in air: -0.00034 m" in ch11_text
+    for name, part in zip(["speed v", "angle theta", "drag k"], parts):
+        assert f"  due to {name:12} {part:+.4f} m" in ch11_text
+    assert f"  sum of the parts     {parts.sum():+.5f} m   (completeness gap {gap:.0e} m)" in ch11_text
+    assert "costs 0.297 m of height at the hoop; steepening the throw buys back 0.291 m" in text
+    assert "the slightly faster launch 0.005 m" in text
+    assert abs(change) < 0.5e-3, "the prose says: within half a millimetre"
+
+
+TIME_STEPS = [0.04, 0.02, 0.01, 0.005, 0.0025, 0.00125, 0.000625]
+GRAPH_NODES = {0.04: (12, 591), 0.02: (24, 1143), 0.01: (49, 2293), 0.005: (98, 4547), 0.0025: (197, 9101),
+               0.00125: (394, 18163), 0.000625: (789, 36333)}
+
+
+def test_ch11_graph_grows_linearly(ch11_text):
+    for dt in TIME_STEPS:
+        steps, nodes = GRAPH_NODES[dt]
+        assert simulate.steps_before(*START_SHOT, DRAG, dt) == steps
+        assert simulate.plain_gradient(*START_SHOT, DRAG, dt)[2] == nodes
+        assert f"{dt:9.6f} {steps:8d} {nodes:12d} {nodes / steps:15.1f}" in ch11_text
+    # 46 nodes per full step, and a few dozen for the launch and the shortened step.
+    assert (36333 - 18163) == 46 * (789 - 394)
+    assert 36333 - 46 * 789 == 39
+    assert "Each full step records 46 nodes" in markdown(CH11)
+
+
+def stored_table(cell_marker: str) -> list[list[str]]:
+    """The rows (split into fields) of what the cell starting with ``cell_marker`` printed."""
+    cells = [c for c in nbformat.read(CH11, 4).cells if c.cell_type == "code" and c.source.startswith(cell_marker)]
+    assert len(cells) == 1
+    return [line.split() for line in printed(cells).splitlines() if line.strip()]
+
+
+def test_ch11_measured_costs_in_the_stored_notebook():
+    # The measured cell is not compared by nbval (times vary); its numbers must still make sense.
+    rows = stored_table("# NBVAL_IGNORE_OUTPUT\n# (measured memory and times")
+    assert rows[0][:2] == ["steps", "N"]
+    table = [[float(f) for f in row] for row in rows[1:]]
+    assert [int(r[0]) for r in table] == [GRAPH_NODES[dt][0] for dt in TIME_STEPS]
+    for (steps, mb, per_node, forward, backward, ratio), dt in zip(table, TIME_STEPS):
+        nodes = GRAPH_NODES[dt][1]
+        assert 100 < per_node < 600, "a scalar node holds a few hundred bytes"
+        assert mb * 1e6 == pytest.approx(per_node * nodes, rel=0.02, abs=0.01e6)
+        assert forward > 0 and backward > 0 and ratio == pytest.approx(backward / forward, abs=0.06)
+    assert 5 < table[-1][1] < 15, "the prose: several megabytes for about 800 steps"
+    # The same measurement now: memory per node in range, and linear growth of the graph's memory.
+    small = simulate.backprop_cost(*START_SHOT, DRAG, 0.01, repeats=1)
+    large = simulate.backprop_cost(*START_SHOT, DRAG, 0.0025, repeats=1)
+    assert 100 < small.graph_bytes / small.nodes < 600
+    assert large.graph_bytes / small.graph_bytes == pytest.approx(large.nodes / small.nodes, rel=0.25)
+    assert 0.2 < large.backward_seconds / large.forward_seconds < 20
+
+
+CHECKPOINT_ROWS = {  # every: checkpoints, peak graph nodes, stored objects
+    1: (493, 80, 2052), 3: (165, 160, 820), 5: (99, 252, 648), 7: (71, 344, 628), 10: (50, 482, 682),
+    22: (23, 1034, 1126), 50: (10, 2322, 2362), 100: (5, 4622, 4642), 493: (1, 22716, 22720),
+}
+
+
+def test_ch11_checkpointing(ch11_text):
+    height, grad, nodes = simulate.plain_gradient(*START_SHOT, DRAG, 0.001)
+    assert nodes == 22717 and simulate.steps_before(*START_SHOT, DRAG, 0.001) == 493
+    assert (f"without checkpointing: N = 493 steps, graph of 22717 nodes, "
+            f"gradient {np.array2string(grad, precision=6)}") in ch11_text
+    for every, (checkpoints, peak, stored) in CHECKPOINT_ROWS.items():
+        run = simulate.checkpointed_gradient(*START_SHOT, DRAG, 0.001, every=every)
+        assert (run.checkpoints, run.peak_nodes, 4 * run.checkpoints + run.peak_nodes) == (checkpoints, peak, stored)
+        assert np.abs(run.grad - grad).max() < 1e-12
+        assert f"{every:7d} {checkpoints:12d} {peak:17d} {stored:15d} {493:16d} {'< 1e-12':>30}" in ch11_text
+    c_star = math.sqrt(4 * 493 / 46)
+    assert f"{c_star:.1f}" == "6.5" and round(22717 / 648) == 35
+    text = markdown(CH11)
+    assert r"$c^* = \sqrt{4 \cdot 493 / 46} \approx 6.5$, the peak is 648 objects at $c = 5$ and 628 at" in text
+    assert "some 35 times less than the 22,717 nodes" in text
+
+
+def test_ch11_measured_checkpoint_memory_in_the_stored_notebook():
+    rows = stored_table("# NBVAL_IGNORE_OUTPUT\n# (measured memory varies")
+    plain = float(rows[1][-1])
+    assert rows[1][:2] == ["without", "checkpointing"] and 3000 < plain < 30000
+    for row, every in zip(rows[2:], (5, 22, 100)):
+        assert row[:3] == ["checkpoints", "every", str(every)]
+        peak, times = float(row[3]), int(row[4].strip("("))
+        assert peak < plain and times == round(plain / peak)
+    assert int(rows[2][4].strip("(")) > 10, "checkpoints every 5 steps save more than a factor 10"
+
+
+def test_ch11_summary_and_questions():
+    text = markdown(CH11)
+    for fact in ["gradient descent through the simulator finds a hit in 18 steps ($r = 0.670$)",
+                 "($-0.297$ m) of the change", "($n = 46$ here)", "finite differences agree to eight digits",
+                 "In air the warm-up's hit misses by 26 cm"]:
+        assert fact in text, fact
+    # Check-yourself 6: explicit Euler is off by g t dt / 2 at the hoop (first throw).
+    t = HOOP[0] / (START_SHOT[0] * math.cos(START_SHOT[1]))
+    assert f"{t:.2f}" == "0.46" and 9.81 * t * 0.01 / 2 == pytest.approx(0.0227, abs=1e-4)
+    # Check-yourself 8: 10,000 steps, 50 nodes, 4 numbers per state.
+    c = math.sqrt(4 * 10_000 / 50)
+    assert round(c) == 28 and 4 * 10_000 / 28 + 50 * 28 == pytest.approx(2829, abs=1)
+    assert round(500_000 / 2829, -1) == 180
+    assert "10{,}000/28 + 50 \\cdot 28 \\approx 2{,}800$ objects instead of $500{,}000$, some 180 times" in text
 
 
 # ---------------------------------------------------------------- chapter 12
