@@ -11,6 +11,11 @@ and to any other tensor that requires grad. An outer transform differentiates th
 graph: ``grad(grad(grad(sin)))(x)`` is ``-cos(x)``. (A result therefore reports
 ``requires_grad=True``; ``.detach()`` drops the graph.)
 
+**No silent zeros.** If the output does not depend on a differentiated input (no recorded
+operation leads from it to the output, typically because ``f`` left the graph with
+``.item()``, ``float()``, ``.data`` or ``Tensor(...)``), every transform raises a clear
+error instead of returning zeros; pass ``allow_unused=True`` when that is expected.
+
 **No perturbation confusion.** A transform never differentiates with respect to the
 object it was handed. It makes a fresh node for its input: a new leaf for a plain value,
 or, when the input already belongs to an outer transform's graph, an ``identity`` node
@@ -57,12 +62,15 @@ def _output(y: Any, name: str) -> Tensor:
     raise TypeError(f"{name} needs f to return a Tensor (build it with Tensor operations), got {type(y).__name__}")
 
 
-def value_and_grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., tuple[Tensor, Any]]:
+def value_and_grad(
+    f: Callable[..., Any], argnum: ArgNum = 0, allow_unused: bool = False
+) -> Callable[..., tuple[Tensor, Any]]:
     """``f`` -> a function returning ``(f(*args), gradient)``.
 
     ``f`` must return a scalar (one element). The gradient is taken with respect to
     argument ``argnum``: a Tensor of that argument's shape, or a tuple of Tensors when
-    ``argnum`` is a tuple. It is zero for an argument ``f`` does not depend on.
+    ``argnum`` is a tuple. An argument ``f`` does not depend on is an error, or gets
+    zeros with ``allow_unused=True``.
     """
 
     def value_and_grad_f(*args: Any) -> tuple[Tensor, Any]:
@@ -74,18 +82,19 @@ def value_and_grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., t
                     f"grad needs f to return a scalar, but f returned shape {y.shape}: "
                     "reduce it (e.g. .sum()) or use vjp / jacobian for a non-scalar output"
                 )
-            grads = gradients(y, inputs, create_graph=True)
+            grads = gradients(y, inputs, create_graph=True, allow_unused=allow_unused)
         return y, (grads[0] if isinstance(argnum, int) else grads)
 
     return value_and_grad_f
 
 
-def grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
+def grad(f: Callable[..., Any], argnum: ArgNum = 0, allow_unused: bool = False) -> Callable[..., Any]:
     """``f`` -> its gradient function ``x -> df/dx`` (a Tensor of ``x``'s shape).
 
-    Nests to any order: ``grad(grad(f))`` is the second derivative.
+    Nests to any order: ``grad(grad(f))`` is the second derivative (the derivative of a
+    gradient that does not depend on ``x``, as for a linear ``f``, needs ``allow_unused=True``).
     """
-    value_and_grad_f = value_and_grad(f, argnum)
+    value_and_grad_f = value_and_grad(f, argnum, allow_unused)
 
     def grad_f(*args: Any) -> Any:
         return value_and_grad_f(*args)[1]
@@ -93,11 +102,12 @@ def grad(f: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     return grad_f
 
 
-def vjp(f: Callable[[Tensor], Any], x: Any) -> tuple[Tensor, Callable[[Any], Tensor]]:
+def vjp(f: Callable[[Tensor], Any], x: Any, allow_unused: bool = False) -> tuple[Tensor, Callable[[Any], Tensor]]:
     """``(y, vjp_fn)`` with ``y = f(x)`` and ``vjp_fn(v) = v^T J``, the vector-Jacobian product.
 
     ``v`` has ``y``'s shape; ``vjp_fn(v)`` has ``x``'s shape. The forward pass runs once;
-    ``vjp_fn`` may be called any number of times (each call is one reverse sweep).
+    ``vjp_fn`` may be called any number of times (each call is one reverse sweep). A ``y``
+    that does not depend on ``x`` is an error, or gives zeros with ``allow_unused=True``.
     """
     with set_grad_enabled(True):
         x_in = _fresh_input(x)
@@ -105,34 +115,36 @@ def vjp(f: Callable[[Tensor], Any], x: Any) -> tuple[Tensor, Callable[[Any], Ten
 
     def vjp_fn(v: Any) -> Tensor:
         with set_grad_enabled(True):
-            return gradients(y, (x_in,), seed=v, create_graph=True)[0]
+            return gradients(y, (x_in,), seed=v, create_graph=True, allow_unused=allow_unused)[0]
 
     return y, vjp_fn
 
 
-def jvp(f: Callable[[Tensor], Any], x: Any, v: Any) -> tuple[Tensor, Tensor]:
+def jvp(f: Callable[[Tensor], Any], x: Any, v: Any, allow_unused: bool = False) -> tuple[Tensor, Tensor]:
     """``(f(x), J v)``: the Jacobian-vector product (the directional derivative along ``v``).
 
     Done with reverse mode only, by the *double-VJP trick*: ``u -> vjp_fn(u) = J^T u`` is
     a linear function of a dummy cotangent ``u``, recorded in the graph; its own VJP with
     ``v`` is ``(J^T)^T v = J v``. It costs two reverse sweeps instead of one forward-mode
     pass (:mod:`course_lib.forward` does the forward-mode version with dual numbers).
+    ``allow_unused`` is as in :func:`vjp`.
     """
-    y, vjp_fn = vjp(f, x)
+    y, vjp_fn = vjp(f, x, allow_unused)
     with set_grad_enabled(True):
         v = v if isinstance(v, Tensor) else Tensor(v)
         x_shape = np.shape(x.data if isinstance(x, Tensor) else x)
         if v.shape != x_shape:
             raise ValueError(f"jvp: the tangent v has shape {v.shape} but x has shape {x_shape}; they must match")
         u = Tensor(np.zeros(y.shape), requires_grad=True)
-        return y, gradients(vjp_fn(u), (u,), seed=v, create_graph=True)[0]
+        return y, gradients(vjp_fn(u), (u,), seed=v, create_graph=True, allow_unused=allow_unused)[0]
 
 
-def jacobian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
+def jacobian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False) -> Callable[..., Tensor]:
     """``f`` -> a function returning the Jacobian of shape ``y.shape + x.shape``.
 
     Entry ``[i..., j...]`` is d y[i...] / d x[j...]. Built row by row: one VJP per output
-    element, with the unit vectors as seeds (reverse mode pays per output).
+    element, with the unit vectors as seeds (reverse mode pays per output). A ``y`` that
+    does not depend on ``x`` is an error, or gives zeros with ``allow_unused=True``.
     """
 
     def jacobian_f(*args: Any) -> Tensor:
@@ -140,7 +152,7 @@ def jacobian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
             args, (x_in,) = _substitute(args, argnum)
             y = _output(f(*args), "jacobian")
             rows = [
-                gradients(y, (x_in,), seed=unit.reshape(y.shape), create_graph=True)[0]
+                gradients(y, (x_in,), seed=unit.reshape(y.shape), create_graph=True, allow_unused=allow_unused)[0]
                 for unit in np.eye(y.data.size)
             ]
             return stack(rows).reshape(y.shape + x_in.shape)
@@ -148,6 +160,10 @@ def jacobian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
     return jacobian_f
 
 
-def hessian(f: Callable[..., Any], argnum: int = 0) -> Callable[..., Tensor]:
-    """``f`` -> its Hessian function: the Jacobian of the gradient, shape ``x.shape + x.shape``."""
-    return jacobian(grad(f, argnum), argnum)
+def hessian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False) -> Callable[..., Tensor]:
+    """``f`` -> its Hessian function: the Jacobian of the gradient, shape ``x.shape + x.shape``.
+
+    ``f`` must depend on ``x`` (unless ``allow_unused=True``); its gradient need not (the
+    Hessian of a linear function is zero).
+    """
+    return jacobian(grad(f, argnum, allow_unused), argnum, allow_unused=True)

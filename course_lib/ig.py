@@ -13,6 +13,7 @@ per-point gradients).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from numbers import Integral
 
@@ -92,6 +93,8 @@ def integrated_gradients(
     return_delta: bool = False,
     grad_method: str = "ad",
     fd_eps: float = 1e-6,
+    allow_unused: bool = False,
+    completeness_rtol: float | None = 0.05,
 ) -> np.ndarray | tuple[np.ndarray, float]:
     """Integrated Gradients of ``f`` at ``x`` relative to ``baseline`` (zeros by default).
 
@@ -112,7 +115,15 @@ def integrated_gradients(
     :data:`METHODS`, see :func:`quadrature`). Integer inputs are converted to float64.
     Returns the attributions, an ndarray of ``x``'s shape; with ``return_delta=True``
     the pair ``(attributions, delta)`` where ``delta = sum(attributions) - (f(x) -
-    f(baseline))`` is the completeness gap (zero for the exact integral).
+    f(baseline))`` is the completeness gap (zero for the exact integral). Without
+    ``return_delta`` the gap is still checked: a warning says when it exceeds
+    ``completeness_rtol`` times ``|f(x) - f(baseline)|`` (the paper's 5% by default;
+    ``None`` turns the check off), since the attributions are then inaccurate (more
+    ``steps`` or ``"gausslegendre"`` help).
+
+    With ``grad_method="ad"`` an ``f`` whose output does not depend on its input (for
+    instance because it left the graph through ``.item()``, ``.data`` or ``Tensor(...)``)
+    is an error rather than zero attributions; ``allow_unused=True`` accepts it.
     """
     x = _as_float_array(x, "x")
     baseline = np.zeros_like(x) if baseline is None else _as_float_array(baseline, "baseline")
@@ -126,20 +137,26 @@ def integrated_gradients(
     if grad_method not in GRAD_METHODS:
         raise ValueError(f"unknown grad_method {grad_method!r}: choose 'ad' (reverse mode) or 'fd' (finite differences)")
     alphas, weights = quadrature(method, steps)
-    points = path_points(x, baseline, alphas)
     m = len(alphas)
-    if return_delta:  # the two ends ride along in the same batch: still one call of f
-        points = np.concatenate([points, baseline[None], x[None]])
+    # The two ends ride along in the same batch, for the completeness gap: still one call of f.
+    points = np.concatenate([path_points(x, baseline, alphas), baseline[None], x[None]])
     if grad_method == "ad":
-        values, grads = _gradients_ad(f, points, target)
+        values, grads = _gradients_ad(f, points, target, allow_unused)
     else:
         values, grads = _gradients_fd(f, points, target, fd_eps)
     # Weighted average of the gradients along the path, times the displacement.
     attributions = (x - baseline) * np.tensordot(weights, grads[:m], axes=1)
-    if not return_delta:
-        return attributions
-    delta = float(attributions.sum() - (values[-1] - values[-2]))
-    return attributions, delta
+    change = values[-1] - values[-2]
+    delta = float(attributions.sum() - change)
+    if return_delta:
+        return attributions, delta
+    if completeness_rtol is not None and abs(delta) > completeness_rtol * abs(change) and abs(delta) > 1e-8:
+        warnings.warn(
+            f"Integrated Gradients: the attributions sum to {attributions.sum():.6g} but f(x) - f(baseline) = "
+            f"{change:.6g}; the completeness gap {abs(delta):.3g} is more than {completeness_rtol:g} of it, so the "
+            f"{steps}-step {method!r} rule is too coarse here: use more steps or method='gausslegendre'",
+            RuntimeWarning, stacklevel=2)
+    return attributions
 
 
 def completeness_errors(
@@ -194,7 +211,7 @@ def _select(out_shape: tuple[int, ...], m: int, target: int | None) -> tuple:
     return (slice(None), int(target))
 
 
-def _gradients_ad(f: Model, points: np.ndarray, target: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _gradients_ad(f: Model, points: np.ndarray, target: int | None, allow_unused: bool) -> tuple[np.ndarray, np.ndarray]:
     """Values and gradients of the explained output at every point: one call of ``f``, one backward pass."""
     batch = Tensor(points, requires_grad=True)
     out = f(batch)
@@ -207,8 +224,8 @@ def _gradients_ad(f: Model, points: np.ndarray, target: int | None) -> tuple[np.
     explained = out[index] if index else out
     # d(sum of outputs)/d(batch): row k is the gradient at point k. Only the input's
     # gradient is computed; the .grad of f's parameters is left untouched. An output
-    # that does not depend on the input gets zeros.
-    (grads,) = gradients(explained, [batch], seed=np.ones(len(points)))
+    # that does not depend on the input is an error unless allow_unused (then zeros).
+    (grads,) = gradients(explained, [batch], seed=np.ones(len(points)), allow_unused=allow_unused)
     return explained.data, grads.data
 
 

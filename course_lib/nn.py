@@ -2,7 +2,9 @@
 ``cross_entropy`` and plain stochastic gradient descent (``SGD``)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -113,18 +115,33 @@ def _class_indices(labels: Any, n: int, n_classes: int) -> np.ndarray:
 
 
 class SGD:
-    """Plain gradient descent: ``p.data -= lr * p.grad`` for every parameter with a gradient."""
+    """Plain gradient descent: ``p.data = p.data - lr * p.grad`` for every parameter with a gradient.
+
+    ``params`` are leaves that require grad (a computed Tensor would be recomputed, not
+    learned), each updated once even if listed twice; ``lr`` is a positive number. A step
+    gives the parameters new values, so a graph recorded before it can no longer be
+    differentiated (call ``backward()`` before ``step()``).
+    """
 
     def __init__(self, params: Iterable[Tensor], lr: float) -> None:
-        self.params = list(params)
+        self.params = list({id(p): p for p in params}.values())  # each parameter once, in order
         if not self.params:
             raise ValueError("SGD got no parameters: pass model.parameters()")
-        self.lr = lr
+        for p in self.params:
+            if not isinstance(p, Tensor) or not p.requires_grad:
+                raise ValueError(f"SGD updates Tensors with requires_grad=True, got {p!r}: pass model.parameters()")
+            if p._parents:
+                raise ValueError(
+                    f"SGD can only update leaf Tensors, but one parameter was computed by op {p._op!r}: "
+                    "optimise the leaves it was computed from (model.parameters())")
+        if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < math.inf:
+            raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
+        self.lr = float(lr)
 
     def step(self) -> None:
         for p in self.params:
             if p.grad is not None:
-                p.data -= self.lr * p.grad  # on the array: an update is not part of any graph
+                p.data = p.data - self.lr * p.grad  # new values, outside any graph
 
     def zero_grad(self) -> None:
         """Forget the gradients (``.grad = None``), ready for the next backward pass."""

@@ -10,6 +10,11 @@ order from :mod:`course_lib.toposort`.
 Gradient semantics follow PyTorch: gradients of leaves (Values you create yourself)
 accumulate across ``backward()`` calls until you zero them; gradients of intermediate
 results are recomputed from scratch by every ``backward()``.
+
+A closure keeps the numbers its rule needs from the forward pass (``x = self.data``).
+If one of them was replaced since (``a.data = 5.0`` between the forward pass and
+``backward()``), the closure raises instead of computing a gradient for values the
+forward pass never saw, like PyTorch's "modified by an inplace operation".
 """
 from __future__ import annotations
 
@@ -70,11 +75,14 @@ class Value:
         other = other if isinstance(other, Value) else _lift(other)
         if other is NotImplemented:
             return NotImplemented
-        out = Value(self.data * other.data, "", (self, other), "*")
+        x, y = self.data, other.data
+        out = Value(x * y, "", (self, other), "*")
 
         def _backward(grad: float) -> None:
-            self.grad += other.data * grad
-            other.grad += self.data * grad
+            if self.data is not x or other.data is not y:
+                raise _changed("*", self, x, other, y)
+            self.grad += y * grad
+            other.grad += x * grad
 
         out._backward = _backward
         return out
@@ -83,12 +91,15 @@ class Value:
         other = other if isinstance(other, Value) else _lift(other)
         if other is NotImplemented:
             return NotImplemented
-        out_data = self.data / other.data
+        y = other.data
+        out_data = self.data / y
         out = Value(out_data, "", (self, other), "/")
 
         def _backward(grad: float) -> None:
-            self.grad += grad / other.data
-            other.grad -= grad * out_data / other.data  # d(a/b)/db = -a/b**2 = -(a/b)/b
+            if other.data is not y:
+                raise _changed("/", other, y)
+            self.grad += grad / y
+            other.grad -= grad * out_data / y  # d(a/b)/db = -a/b**2 = -(a/b)/b
 
         out._backward = _backward
         return out
@@ -101,15 +112,19 @@ class Value:
             )
         if not isinstance(exponent, numbers.Real):
             return NotImplemented
-        data = self.data**exponent
+        x = self.data
+        data = x**exponent
         if isinstance(data, complex):
             raise ValueError(
-                f"{self.data} ** {exponent} is not a real number: a negative base needs an integer exponent."
+                f"{x} ** {exponent} is not a real number: a negative base needs an integer exponent."
             )
-        out = Value(data, "", (self,), f"**{exponent:g}")
+        op = f"**{exponent:g}"
+        out = Value(data, "", (self,), op)
 
         def _backward(grad: float) -> None:
-            self.grad += exponent * self.data ** (exponent - 1) * grad
+            if self.data is not x:
+                raise _changed(op, self, x)
+            self.grad += exponent * x ** (exponent - 1) * grad
 
         out._backward = _backward
         return out
@@ -155,30 +170,39 @@ class Value:
         return out
 
     def log(self) -> Value:
-        if self.data <= 0:
-            raise ValueError(f"log() needs a positive input, got {self.data}: shift or clamp the argument first.")
-        out = Value(math.log(self.data), "", (self,), "log")
+        x = self.data
+        if x <= 0:
+            raise ValueError(f"log() needs a positive input, got {x}: shift or clamp the argument first.")
+        out = Value(math.log(x), "", (self,), "log")
 
         def _backward(grad: float) -> None:
-            self.grad += grad / self.data
+            if self.data is not x:
+                raise _changed("log", self, x)
+            self.grad += grad / x
 
         out._backward = _backward
         return out
 
     def sin(self) -> Value:
-        out = Value(math.sin(self.data), "", (self,), "sin")
+        x = self.data
+        out = Value(math.sin(x), "", (self,), "sin")
 
         def _backward(grad: float) -> None:
-            self.grad += math.cos(self.data) * grad
+            if self.data is not x:
+                raise _changed("sin", self, x)
+            self.grad += math.cos(x) * grad
 
         out._backward = _backward
         return out
 
     def cos(self) -> Value:
-        out = Value(math.cos(self.data), "", (self,), "cos")
+        x = self.data
+        out = Value(math.cos(x), "", (self,), "cos")
 
         def _backward(grad: float) -> None:
-            self.grad -= math.sin(self.data) * grad
+            if self.data is not x:
+                raise _changed("cos", self, x)
+            self.grad -= math.sin(x) * grad
 
         out._backward = _backward
         return out
@@ -194,10 +218,13 @@ class Value:
         return out
 
     def relu(self) -> Value:
-        out = Value(self.data if self.data > 0 else 0.0, "", (self,), "relu")
+        x = self.data
+        out = Value(x if x > 0 else 0.0, "", (self,), "relu")
 
         def _backward(grad: float) -> None:
-            if self.data > 0:
+            if self.data is not x:
+                raise _changed("relu", self, x)
+            if x > 0:
                 self.grad += grad
 
         out._backward = _backward
@@ -242,6 +269,18 @@ def _as_float(data: object) -> float:
     raise TypeError(
         f"Value() needs a real number, got {type(data).__name__}"
         + (": use the Value itself instead of wrapping it again." if isinstance(data, Value) else ".")
+    )
+
+
+def _changed(op: str, *values_and_saved: Value | float) -> RuntimeError:
+    """The error for a closure of ``op`` whose saved input values were replaced since the forward pass."""
+    pairs = zip(values_and_saved[::2], values_and_saved[1::2])
+    value, saved = next((v, s) for v, s in pairs if v.data is not s)
+    name = f" {value.label!r}" if value.label else ""
+    return RuntimeError(
+        f"a Value needed to differentiate '{op}' has been modified by an in-place change: its input{name} was "
+        f"{saved:.6g} in the forward pass but its .data is now {value.data:.6g}, so the gradient would be wrong. "
+        "Run the forward pass again after changing .data (e.g. update parameters only after backward())"
     )
 
 

@@ -22,11 +22,20 @@ pass can either
 
 The backward pass visits nodes in Autograd's child-count order
 (:func:`course_lib.toposort.child_count_order`), iteratively, so graphs of any depth work.
+
+**No silently wrong gradients.** A Tensor's array is never changed in place: ``.data``
+and ``.numpy()`` hand out read-only arrays, inputs are copied, and the only way to
+change a Tensor's values is to assign ``t.data = ...``, which bumps its *version*. Every
+node remembers when it was recorded; if one of its inputs (or the node itself) got new
+values after that, ``backward()`` raises instead of using them, as PyTorch does
+("modified by an inplace operation"). A rule registered as first-order (``order=1``,
+written with NumPy) is differentiated once; differentiating its result again raises.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
+import operator
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -37,13 +46,15 @@ from course_lib.toposort import child_count_order
 
 __all__ = [
     "Tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "record", "defvjp", "defvjp_argnum",
-    "VJP_RULES", "unbroadcast", "gradients", "affine", "where", "stack", "exp", "log", "sin", "cos", "tanh",
+    "OPS", "Op", "VJP_RULES", "unbroadcast", "gradients", "affine", "where", "stack", "exp", "log", "sin", "cos", "tanh",
     "relu", "sigmoid", "sqrt", "softmax", "log_softmax",
 ]
 
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _parents_of = attrgetter("_parents")
+_now = 0
+"""The clock of value changes: bumped by every ``t.data = ...``; a node records its value when created."""
 
 
 # ----------------------------------------------------------------------------- grad mode
@@ -94,18 +105,18 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
             if not _is_constant(other):
                 return NotImplemented
             if not (self.requires_grad and _grad_mode.get()):
-                return record(op, fn(self.data, other), ())  # no node, so no need to wrap the constant
-            other = record("", other, ())
-        return record(op, fn(self.data, other.data), (self, other))
+                return record(op, fn(self._data, other), ())  # no node, so no need to wrap the constant
+            other = _lift(other)  # a copy: the caller may change their array later
+        return record(op, fn(self._data, other._data), (self, other))
 
     def reflected(self: Tensor, other: Any) -> Tensor:
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
             if not (self.requires_grad and _grad_mode.get()):
-                return record(op, fn(other, self.data), ())
-            other = record("", other, ())
-        return record(op, fn(other.data, self.data), (other, self))
+                return record(op, fn(other, self._data), ())
+            other = _lift(other)  # a copy: the caller may change their array later
+        return record(op, fn(other._data, self._data), (other, self))
 
     return method, reflected
 
@@ -151,21 +162,27 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class Tensor:
     """A float64 array that remembers how it was computed.
 
-    ``Tensor(data, requires_grad=False, label="")`` copies ``data`` into a float64 array.
+    ``Tensor(data, requires_grad=False, label="")`` copies ``data`` (numbers, nested
+    lists, real arrays; booleans and integers become floats) into a float64 array.
     Leaves with ``requires_grad=True`` are the variables gradients are taken for:
     ``backward()`` adds into their ``.grad`` (an ndarray of the same shape, ``None``
     until a backward pass reaches them; assign ``None`` to reset).
+
+    Building a Tensor from Tensors that require grad would cut them off the graph, so it
+    raises: use the Tensor itself, ``stack([...])`` to join several, or ``.detach()`` to
+    cut on purpose. ``.item()``, ``float(t)``, ``.data`` and ``.numpy()`` are the exits
+    from the graph: what they return is a plain value that gradients cannot flow through.
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "label", "_parents", "_op", "_params", "_retains_grad")
+    __slots__ = ("_data", "grad", "requires_grad", "label", "_parents", "_op", "_params", "_retains_grad",
+                 "_version", "_recorded", "_mask")
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
-        if isinstance(data, Tensor):
-            data = data.data
-        if np.iscomplexobj(data):
-            raise TypeError("Tensor holds real numbers only: pass the real and imaginary parts as separate Tensors")
-        self.data: np.ndarray = np.array(data, dtype=np.float64)
+        array = _real_array(_untensor(data), "Tensor()")
+        self._data: np.ndarray = array.astype(np.float64)  # a copy: the caller's array stays theirs
+        self._mask = array.dtype == np.bool_  # remembered for indexing: x[Tensor(mask)] selects
+        self._version = 0
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
         self.label = label
@@ -174,34 +191,55 @@ class Tensor:
         self._params: tuple = ()
         self._retains_grad = False
 
+    # -- values -------------------------------------------------------------------------
+    @property
+    def data(self) -> np.ndarray:
+        """The values: a read-only float64 array (writing into it raises).
+
+        Assign to change them, ``t.data = new_values`` (copied; any real array-like).
+        That bumps the Tensor's version, so a backward pass through a node recorded
+        before the change raises instead of using the new values.
+        """
+        data = self._data
+        data.flags.writeable = False
+        return data
+
+    @data.setter
+    def data(self, values: Any) -> None:
+        global _now
+        self._data = _real_array(_untensor(values), ".data").astype(np.float64)
+        _now += 1
+        self._version = _now
+
+    def numpy(self) -> np.ndarray:
+        """The values as a read-only ndarray (no copy; ``.numpy().copy()`` for one you may change)."""
+        return self.data
+
     # -- describing ---------------------------------------------------------------------
-    shape = property(lambda self: self.data.shape, doc="The shape of ``data``.")
-    ndim = property(lambda self: self.data.ndim, doc="The number of axes of ``data``.")
-    size = property(lambda self: self.data.size, doc="The number of elements of ``data``.")
+    shape = property(lambda self: self._data.shape, doc="The shape of ``data``.")
+    ndim = property(lambda self: self._data.ndim, doc="The number of axes of ``data``.")
+    size = property(lambda self: self._data.size, doc="The number of elements of ``data``.")
 
     def __len__(self) -> int:
-        return len(self.data)
+        return len(self._data)
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data, separator=", ", prefix="Tensor(")
+        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
         extra = f", op={self._op!r}" if self._op else (", requires_grad=True" if self.requires_grad else "")
         return f"Tensor({body}{extra})"
 
     def item(self) -> float:
-        """The value of a one-element Tensor as a Python float."""
-        if self.data.size != 1:
+        """The value of a one-element Tensor as a Python float: an exit from the graph
+        (the float has no history, so nothing computed from it has a gradient)."""
+        if self._data.size != 1:
             raise ValueError(f"item() needs a Tensor with one element, this one has shape {self.shape}")
-        return float(self.data.reshape(()))
+        return float(self._data.reshape(()))
 
     __float__ = item
 
-    def numpy(self) -> np.ndarray:
-        """The data (not a copy)."""
-        return self.data
-
     def detach(self) -> Tensor:
-        """A Tensor sharing this one's data, cut off from the graph (requires no grad)."""
-        return record("", self.data, ())
+        """A Tensor with the same values, cut off from the graph (requires no grad)."""
+        return record("", self._data, ())
 
     def retain_grad(self) -> Tensor:
         """Make backward passes also store this intermediate node's gradient in ``.grad``
@@ -212,7 +250,7 @@ class Tensor:
 
     def zero_grad(self) -> None:
         """Set the accumulated gradient to zeros of this Tensor's shape."""
-        self.grad = np.zeros_like(self.data)
+        self.grad = np.zeros_like(self._data)
 
     # -- backward ---------------------------------------------------------------------
     def backward(self, grad: Any = None) -> None:
@@ -243,82 +281,91 @@ class Tensor:
     __matmul__, __rmatmul__ = _binary_methods("matmul", _matmul)
 
     def __neg__(self) -> Tensor:
-        return record("neg", -self.data, (self,))
+        return record("neg", -self._data, (self,))
 
     # -- elementwise functions -----------------------------------------------------------
     def exp(self) -> Tensor:
-        return record("exp", np.exp(self.data), (self,))
+        return record("exp", np.exp(self._data), (self,))
 
     def log(self) -> Tensor:
-        return record("log", np.log(self.data), (self,))
+        return record("log", np.log(self._data), (self,))
 
     def sin(self) -> Tensor:
-        return record("sin", np.sin(self.data), (self,))
+        return record("sin", np.sin(self._data), (self,))
 
     def cos(self) -> Tensor:
-        return record("cos", np.cos(self.data), (self,))
+        return record("cos", np.cos(self._data), (self,))
 
     def tanh(self) -> Tensor:
-        return record("tanh", np.tanh(self.data), (self,))
+        return record("tanh", np.tanh(self._data), (self,))
 
     def relu(self) -> Tensor:
-        return record("relu", np.maximum(self.data, 0.0), (self,))
+        return record("relu", np.maximum(self._data, 0.0), (self,))
 
     def sigmoid(self) -> Tensor:
         # 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) for x < 0: neither overflows.
-        e = np.exp(-np.abs(self.data))
-        return record("sigmoid", np.where(self.data >= 0, 1.0, e) / (1.0 + e), (self,))
+        e = np.exp(-np.abs(self._data))
+        return record("sigmoid", np.where(self._data >= 0, 1.0, e) / (1.0 + e), (self,))
 
     def sqrt(self) -> Tensor:
-        return record("sqrt", np.sqrt(self.data), (self,))
+        return record("sqrt", np.sqrt(self._data), (self,))
 
     def abs(self) -> Tensor:
-        return record("abs", np.abs(self.data), (self,))
+        return record("abs", np.abs(self._data), (self,))
 
     def clip(self, low: float | None = None, high: float | None = None) -> Tensor:
         """Values limited to ``[low, high]`` (``None``: no limit on that side)."""
         low = -np.inf if low is None else float(low)
         high = np.inf if high is None else float(high)
-        return record("clip", np.clip(self.data, low, high), (self,), (low, high))
+        return record("clip", np.clip(self._data, low, high), (self,), (low, high))
 
     # -- reductions ----------------------------------------------------------------------
     def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return record("sum", self.data.sum(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+        """Sum over ``axis`` (all axes by default); the sum of nothing is 0."""
+        axis = _axes(axis, self._data.ndim, "sum")
+        return record("sum", self._data.sum(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
-        return record("mean", self.data.mean(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+        """Mean over ``axis``; as in NumPy, the mean of nothing is NaN, with a RuntimeWarning."""
+        axis = _axes(axis, self._data.ndim, "mean")
+        return record("mean", self._data.mean(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
         """Largest values; tied maxima share the gradient equally."""
-        return record("max", self.data.max(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
+        axis = _axes(axis, self._data.ndim, "max")
+        if self._data.size == 0:
+            raise ValueError(f"max() of an empty Tensor (shape {self.shape}) has no value: there is nothing to compare")
+        return record("max", self._data.max(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def softmax(self, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along ``axis``, computed after subtracting the maximum."""
-        e = np.exp(self.data - self.data.max(axis=axis, keepdims=True))
+        axis = _axes(axis, self._data.ndim, "softmax")
+        e = np.exp(self._data - self._data.max(axis=axis, keepdims=True))
         return record("softmax", e / e.sum(axis=axis, keepdims=True), (self,), (axis,))
 
     def log_softmax(self, axis: int = -1) -> Tensor:
         """x - log(sum(exp(x))) along ``axis``, computed after subtracting the maximum."""
-        shifted = self.data - self.data.max(axis=axis, keepdims=True)
+        axis = _axes(axis, self._data.ndim, "log_softmax")
+        shifted = self._data - self._data.max(axis=axis, keepdims=True)
         return record("log_softmax", shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)), (self,), (axis,))
 
     # -- shapes --------------------------------------------------------------------------
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """Same values, new shape (one entry may be -1); ``reshape(2, 3)`` or ``reshape((2, 3))``."""
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
-        if tuple(shape) == self.data.shape:
+        if tuple(shape) == self._data.shape:
             return self  # nothing to do, no node
-        return record("reshape", self.data.reshape(shape), (self,))
+        return record("reshape", self._data.reshape(shape), (self,))
 
     def transpose(self, *axes: int) -> Tensor:
         """Permute the axes (reverse them when none are given), like ``np.transpose``."""
-        ndim = self.data.ndim
+        ndim = self._data.ndim
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        axes = tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in axes)
+        axes = tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in _axes(axes, ndim, "transpose"))
         if axes == tuple(range(ndim)):
             return self  # nothing to do, no node
-        return record("transpose", self.data.transpose(axes), (self,), (axes,))
+        return record("transpose", self._data.transpose(axes), (self,), (axes,))
 
     T = property(lambda self: self.transpose(), doc="All axes reversed (the matrix transpose for 2-D).")
     mT = property(lambda self: self.transpose(*range(self.ndim - 2), -1, -2), doc="The last two axes swapped.")
@@ -326,12 +373,12 @@ class Tensor:
     def broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
         """A read-only broadcast view of shape ``shape`` (NumPy's rules)."""
         shape = tuple(shape)
-        return self if shape == self.shape else record("broadcast_to", np.broadcast_to(self.data, shape), (self,))
+        return self if shape == self.shape else record("broadcast_to", np.broadcast_to(self._data, shape), (self,))
 
     def __getitem__(self, index: Any) -> Tensor:
         """NumPy indexing: integers, slices, ``None``, ``...``, integer arrays, boolean masks."""
         index = _plain_index(index)
-        return record("getitem", self.data[index], (self,), (index,))
+        return record("getitem", self._data[index], (self,), (index,))
 
 
 # ----------------------------------------------------------------------------- recording
@@ -341,15 +388,17 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     The node keeps its parents only if recording is on and some parent requires grad
     (*pruning*): otherwise the result is a constant with no parents. Every op goes
     through here; to add a primitive, compute its value with NumPy, call ``record`` and
-    register its VJP with :func:`defvjp`.
+    register its VJP with :func:`defvjp`. A node notes the time of the clock of value
+    changes, so the backward pass can tell whether its inputs changed since.
     """
     out = Tensor.__new__(Tensor)
     if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
         data = np.asarray(data, dtype=np.float64)
-    out.data = data
+    out._data = data
     out.grad = None
     out.label = ""
-    out._retains_grad = False
+    out._retains_grad = out._mask = False
+    out._version = 0
     if _grad_mode.get():
         for parent in parents:
             if parent.requires_grad:
@@ -357,6 +406,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
                 out._parents = parents
                 out._op = op
                 out._params = params
+                out._recorded = _now
                 return out
     out.requires_grad = False
     out._parents = ()
@@ -371,19 +421,70 @@ def _is_constant(x: Any) -> bool:
 
 
 def _lift(x: Any) -> Tensor:
-    """``x`` as a Tensor: numbers and real arrays become constants; anything else is refused."""
+    """``x`` as a Tensor: numbers and real arrays become constants (copies, so the caller
+    may go on changing the array); anything else is refused."""
     if isinstance(x, Tensor):
         return x
-    return record("", x, ()) if _is_constant(x) else NotImplemented
+    return record("", np.array(x, dtype=np.float64), ()) if _is_constant(x) else NotImplemented
+
+
+def _untensor(data: Any) -> Any:
+    """``data`` with Tensors (also inside lists and tuples) replaced by their arrays, refusing
+    to cut a Tensor that requires grad off the graph."""
+    if isinstance(data, Tensor):
+        if data.requires_grad and _grad_mode.get():
+            raise ValueError(
+                "a Tensor that requires grad cannot be copied into a new Tensor: that would cut it off the "
+                "graph and its gradient would silently be lost. Use it as it is, stack([...]) to join "
+                "several, or .detach() to cut it on purpose")
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_untensor(item) for item in data]
+    return data
+
+
+def _real_array(data: Any, where: str) -> np.ndarray:
+    """``data`` as an array of real numbers (bool, integer or float), or a clear TypeError."""
+    array = np.asarray(data)
+    if array.dtype.kind not in "biuf":
+        kind = "complex numbers" if array.dtype.kind == "c" else f"{type(data).__name__} (dtype {array.dtype})"
+        raise TypeError(
+            f"{where} needs real numbers (numbers, nested lists or real arrays), got {kind}"
+            + (": pass the real and imaginary parts as separate Tensors" if array.dtype.kind == "c" else
+               ": convert text with float(...) first" if array.dtype.kind in "US" else ""))
+    return array
 
 
 def _plain_index(index: Any) -> Any:
-    """Replace Tensors inside an index by integer arrays (Tensors hold floats)."""
+    """An index NumPy understands: a Tensor built from booleans is a mask, any other Tensor
+    must hold whole numbers (Tensors store floats). Arrays are copied, so the caller may
+    change theirs without changing the recorded node."""
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
     if isinstance(index, Tensor):
-        return index.data.astype(np.intp)
+        if index._mask:
+            return index._data.astype(bool)
+        if not np.all(np.mod(index._data, 1) == 0):
+            raise IndexError("a Tensor used as an index must hold whole numbers (or be built from a boolean mask)")
+        return index._data.astype(np.intp)
+    if isinstance(index, np.ndarray):
+        return index.copy()
+    if isinstance(index, list):
+        array = np.array(index)
+        return array if array.dtype.kind in "biu" else index
     return index
+
+
+def _axes(axis: Any, ndim: int, op: str) -> Any:
+    """``axis`` (None, an int or a tuple of ints) checked against ``ndim`` axes, negative ones
+    counted from the end; out of range is an error, never wrapped around."""
+    if axis is None:
+        return None
+    for a in axis if isinstance(axis, tuple) else (axis,):
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(
+                f"{op}: axis {a!r} is out of range for a Tensor with {ndim} axes (use 0..{ndim - 1} or -{ndim}..-1)")
+    return axis
 
 
 # ----------------------------------------------------------------------------- functions
@@ -393,11 +494,11 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
     ``condition`` is a boolean array (it is not differentiated); ``x`` and ``y`` are
     Tensors or numbers.
     """
-    cond = np.asarray(condition.data if isinstance(condition, Tensor) else condition, dtype=bool)
+    cond = np.array(condition._data if isinstance(condition, Tensor) else condition, dtype=bool)
     x, y = _lift(x), _lift(y)
     if x is NotImplemented or y is NotImplemented:
         raise TypeError("where(condition, x, y) needs x and y to be Tensors, numbers or real arrays")
-    return record("where", np.where(cond, x.data, y.data), (x, y), (cond,))
+    return record("where", np.where(cond, x._data, y._data), (x, y), (cond,))
 
 
 def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
@@ -405,8 +506,8 @@ def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
     parts = tuple(_lift(t) for t in tensors)
     if not parts or any(p is NotImplemented for p in parts):
         raise TypeError("stack() needs a non-empty sequence of Tensors (or numbers / real arrays)")
-    axis = axis % (parts[0].ndim + 1)
-    return record("stack", np.stack([p.data for p in parts], axis=axis), parts, (axis,))
+    axis = _axes(axis, parts[0].ndim + 1, "stack") % (parts[0].ndim + 1)
+    return record("stack", np.stack([p._data for p in parts], axis=axis), parts, (axis,))
 
 
 def affine(x: Any, weight: Any, bias: Any) -> Tensor:
@@ -416,11 +517,11 @@ def affine(x: Any, weight: Any, bias: Any) -> Tensor:
     x, weight, bias = _lift(x), _lift(weight), _lift(bias)
     if x is NotImplemented or weight is NotImplemented or bias is NotImplemented:
         raise TypeError("affine(x, weight, bias) needs Tensors, numbers or real arrays")
-    data = _matmul(x.data, weight.data)
-    if np.ndim(data) and np.broadcast_shapes(data.shape, bias.data.shape) == data.shape:
-        data += bias.data
+    data = _matmul(x._data, weight._data)
+    if np.ndim(data) and np.broadcast_shapes(data.shape, bias._data.shape) == data.shape:
+        data += bias._data
     else:  # the bias has more axes than the product, or the product is a number
-        data = data + bias.data
+        data = data + bias._data
     return record("affine", data, (x, weight, bias))
 
 
@@ -445,16 +546,16 @@ exp, log, sin, cos, tanh, relu, sigmoid, sqrt, softmax, log_softmax = map(
 def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
     """The gradient that starts a backward pass at ``output``, checked against its shape."""
     if grad is None:
-        if output.data.size != 1:
+        if output._data.size != 1:
             raise ValueError(
                 f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
                 f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
             )
         return record("", np.ones(output.shape), ())
     if isinstance(grad, Tensor):
-        seed = grad if keep_graph else record("", grad.data.copy(), ())
+        seed = grad if keep_graph else record("", grad._data.copy(), ())
     else:
-        seed = record("", np.array(grad, dtype=np.float64), ())
+        seed = record("", _real_array(grad, caller + "'s seed").astype(np.float64), ())
     if seed.shape != output.shape:
         raise ValueError(
             f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
@@ -474,7 +575,8 @@ def _backprop(
 
     Nodes come output first, each one after all of its children, so its gradient is
     complete when it is reached; ``on_grad(node, g, owned)`` then receives it (``owned``:
-    the array was allocated by this sweep and is referenced nowhere else). The node's
+    the array was allocated by this sweep and is referenced nowhere else). A node whose
+    inputs (or itself) got new values since it was recorded is an error. The node's
     VJP rules pull ``g`` back to every parent that requires grad (and, if ``needed``
     is given, leads to a node in it). A parent reached along several paths gets the
     sum: a fresh buffer, into which later contributions are added in place.
@@ -490,34 +592,56 @@ def _backprop(
             parents = node._parents
             if not parents:
                 continue
-            rules = VJP_RULES.get(node._op)
-            if rules is None:
+            op = OPS.get(node._op)
+            if op is None:
                 raise NotImplementedError(f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)")
+            recorded = node._recorded
+            if node._version > recorded:
+                raise _changed(node, node)
             args = parents + node._params
             for i, parent in enumerate(parents):
+                if parent._version > recorded:
+                    raise _changed(node, parent, i)
                 key = id(parent)
                 if not parent.requires_grad or (needed is not None and key not in needed):
                     continue
                 try:
-                    rule = rules[i]
+                    rule = op.rules[i]
                 except IndexError:
                     raise NotImplementedError(f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument") from None
-                contribution = rule(g, node, *args)
-                if type(contribution) is not Tensor or contribution.data.shape != parent.data.shape:
-                    contribution = _checked(contribution, i, node)
+                result = rule(g, node, *args)
+                if type(result) is Tensor and result._data.shape == parent._data.shape:
+                    contribution = result
+                else:
+                    contribution = _checked(result, i, node)
+                if create_graph and (op.order == 1 or type(result) is not Tensor):
+                    # A rule written with NumPy: its result is right, but it has no graph of its own.
+                    contribution = record("first_order", contribution._data, (g,) + parents, (node._op,))
                 previous = grads.get(key)
                 if previous is None:
                     grads[key] = contribution
                     # A rule returns g itself, a view (its base is set) or a new array: only the last is ours.
-                    data = contribution.data
-                    if not create_graph and data is not g.data and data.base is None:
+                    data = contribution._data
+                    if not create_graph and data is not g._data and data.base is None:
                         owned.add(key)
                 elif key in owned:
-                    previous.data += contribution.data
+                    previous._data += contribution._data
                 else:
                     grads[key] = previous + contribution
                     if not create_graph:
                         owned.add(key)
+
+
+def _changed(node: Tensor, changed: Tensor, i: int | None = None) -> RuntimeError:
+    """The error for a node whose input ``i`` (or, with ``i`` None, the node itself) got new values."""
+    which = "its output" if i is None else f"its input {i}"
+    name = f"{changed.label!r}, " if changed.label else ""
+    return RuntimeError(
+        f"a Tensor needed to differentiate op {node._op!r} has been modified by an in-place change: {which} "
+        f"({name}shape {changed.shape}) got new values (t.data = ...) after the op was recorded, so the "
+        "gradient would be computed with the wrong values. Run the forward pass again after changing "
+        "values (e.g. call the optimizer's step() only after backward())"
+    )
 
 
 def _checked(result: Any, i: int, node: Tensor) -> Tensor:
@@ -525,10 +649,10 @@ def _checked(result: Any, i: int, node: Tensor) -> Tensor:
     result = _lift(result)
     if result is NotImplemented:
         raise TypeError(f"the VJP rule of {node._op!r} for argument {i} must return a Tensor")
-    expected = node._parents[i].data.shape
-    if result.data.shape != expected:
+    expected = node._parents[i]._data.shape
+    if result._data.shape != expected:
         raise ValueError(
-            f"the VJP rule of {node._op!r} for argument {i} returned shape {result.data.shape}, but that argument "
+            f"the VJP rule of {node._op!r} for argument {i} returned shape {result._data.shape}, but that argument "
             f"has shape {expected}: a gradient has its variable's shape (did the rule forget unbroadcast?)"
         )
     return result
@@ -538,42 +662,54 @@ def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
     """``backward()``'s use of a finished gradient: leaves accumulate it, retained intermediates keep it."""
     if node._parents:
         if node._retains_grad:
-            node.grad = g.data
+            node.grad = g._data
     elif node.grad is None:
-        node.grad = g.data if owned else g.data.copy()
+        node.grad = g._data if owned else g._data.copy()
     else:
-        node.grad = node.grad + g.data
+        node.grad = node.grad + g._data
 
 
-def gradients(output: Tensor, inputs: Sequence[Tensor], seed: Any = None, create_graph: bool = False) -> tuple[Tensor, ...]:
+def gradients(
+    output: Tensor, inputs: Sequence[Tensor], seed: Any = None, create_graph: bool = False, allow_unused: bool = False
+) -> tuple[Tensor, ...]:
     """The gradients of ``output`` with respect to ``inputs``, returned as Tensors.
 
-    Like ``torch.autograd.grad``: nothing's ``.grad`` changes, only paths leading to
-    ``inputs`` are followed, and an input the output does not depend on gets zeros.
-    ``seed`` is as in :meth:`Tensor.backward` (a Tensor seed that requires grad is kept in
-    the graph). With ``create_graph=True`` the VJP rules are recorded, so the results
-    carry a graph and can be differentiated again.
+    Like ``torch.autograd.grad``: nothing's ``.grad`` changes and only paths leading to
+    ``inputs`` are followed. An input the output does not depend on is an error (its
+    gradient would be zeros, most often because the computation left the graph); with
+    ``allow_unused=True`` it gets zeros. ``seed`` is as in :meth:`Tensor.backward` (a
+    Tensor seed that requires grad is kept in the graph). With ``create_graph=True`` the
+    VJP rules are recorded, so the results carry a graph and can be differentiated again.
     """
     inputs = tuple(inputs)
     for x in inputs:
         if not isinstance(x, Tensor) or not x.requires_grad:
             raise ValueError("gradients() needs inputs that are Tensors with requires_grad=True")
     seed = _seed(output, seed, "gradients()", keep_graph=create_graph)
-    found: dict[int, Tensor] = {}
+    order = child_count_order(output, _parents_of) if output.requires_grad else []
     wanted = {id(x) for x in inputs}
-    if output.requires_grad:
-        order = child_count_order(output, _parents_of)
-        needed = set(wanted)
-        for node in reversed(order):  # parents before children: does the node lead to an input?
-            if any(id(p) in needed for p in node._parents):
-                needed.add(id(node))
+    needed = set(wanted)
+    for node in reversed(order):  # parents first: does the node lead to an input?
+        if any(id(p) in needed for p in node._parents):
+            needed.add(id(node))
+    reached = {id(node) for node in order}
+    unused = [i for i, x in enumerate(inputs) if id(x) not in reached]
+    if unused and not allow_unused:
+        x = inputs[unused[0]]
+        raise ValueError(
+            f"the output does not depend on input {unused[0]} ({f'{x.label!r}, ' if x.label else ''}shape {x.shape}): "
+            "no recorded operation leads from it to the output, so its gradient would be zero everywhere. Usually "
+            "the computation left the graph (.item(), float(), .data, .numpy(), Tensor(...) of a Tensor) or ran "
+            "under no_grad(). If the output really does not depend on it, pass allow_unused=True to get zeros"
+        )
+    found: dict[int, Tensor] = {}
 
-        def collect(node: Tensor, g: Tensor, owned: bool) -> None:
-            if id(node) in wanted:
-                found[id(node)] = g if owned or create_graph else record("", g.data.copy(), ())
+    def collect(node: Tensor, g: Tensor, owned: bool) -> None:
+        if id(node) in wanted:
+            found[id(node)] = g if owned or create_graph else record("", g._data.copy(), ())
 
-        if id(output) in needed:
-            _backprop(output, seed, create_graph, collect, needed)
+    if id(output) in needed:
+        _backprop(output, seed, create_graph, collect, needed)
     return tuple(found[id(x)] if id(x) in found else record("", np.zeros(x.shape), ()) for x in inputs)
 
 
@@ -583,7 +719,7 @@ def unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     Broadcasting copies a value along the leading axes it adds and along axes where
     ``shape`` has size 1; each copy sends back a gradient, so those axes are summed.
     """
-    g_shape = g.data.shape
+    g_shape = g.shape
     if g_shape == shape:
         return g
     lead = len(g_shape) - len(shape)
@@ -591,16 +727,57 @@ def unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     return g.sum(axis=axes).reshape(shape)
 
 
-# ----------------------------------------------------------------------------- the VJP table
-VJP_RULES: dict[str, Sequence[Callable[..., Tensor]]] = {}
-"""op name -> one rule per argument; ``rule(g, out, *parents, *params)`` returns the
-gradient for that argument. A rule returns ``g`` itself, a view of ``g`` or a new
-Tensor, never one it keeps elsewhere (the backward pass adds into new ones in place)."""
+# ----------------------------------------------------------------------------- the op table
+Sample = Callable[[np.random.Generator], tuple[list[np.ndarray], dict[str, Any]]]
+"""Draws test inputs of an op: its argument arrays and its keyword parameters."""
 
 
-def defvjp(op: str, *rules: Callable[..., Tensor]) -> None:
-    """Register the VJP rules of ``op``, one per argument, in argument order."""
-    VJP_RULES[op] = rules
+class Op:
+    """One row of the op table :data:`OPS`: everything the engine and its tests know about an op.
+
+    - ``rules``: the VJP, ``rules[i](g, out, *parents, *params)`` for argument ``i``;
+    - ``order``: ``None`` for rules written with Tensor operations (differentiable to any
+      order), ``1`` for rules written with NumPy (differentiable once; a second
+      derivative through them raises);
+    - ``call(*tensors, **params)``: applies the op, as a user would;
+    - ``sample(rng)``: random inputs from the op's domain, for the tests;
+    - ``torch``: PyTorch's counterpart for the oracle test, a function name or
+      ``f(torch, *tensors, **params)``; ``None`` when PyTorch has none.
+    """
+
+    __slots__ = ("name", "rules", "order", "call", "sample", "torch")
+
+    def __init__(self, name: str, rules: Any, order: int | None, call: Callable[..., Tensor] | None,
+                 sample: Sample | None, torch: str | Callable | None) -> None:
+        self.name, self.rules, self.order, self.call, self.sample, self.torch = name, rules, order, call, sample, torch
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r}" + (", order=1)" if self.order == 1 else ")")
+
+
+OPS: dict[str, Op] = {}
+"""op name -> :class:`Op`. A rule returns ``g`` itself, a view of ``g`` or a new Tensor,
+never one it keeps elsewhere (the backward pass adds into new ones in place)."""
+VJP_RULES = OPS  # the name the chapters use for the table
+
+
+def defvjp(op: str, *rules: Callable[..., Tensor], order: int | None = None, call: Callable[..., Tensor] | None = None,
+           sample: Sample | None = None, torch: str | Callable | None = "") -> None:
+    """Register ``op`` in the table: its VJP rules, one per argument, in argument order.
+
+    ``order=1`` declares rules written with NumPy (first derivatives only). ``call``
+    defaults to the Tensor method or :mod:`operator` function of that name, ``sample`` to
+    arguments that broadcast against each other with values in [-2, 2], and ``torch`` to
+    PyTorch's function of the same name. Every registered op is checked by the op-table
+    test (gradients, second derivatives, PyTorch), so a wrong rule cannot go unnoticed.
+    """
+    _register(op, rules, order, call, sample or elementwise(*[(-2.0, 2.0)] * len(rules)), torch)
+
+
+def _register(op: str, rules: Any, order: int | None, call: Callable[..., Tensor] | None, sample: Sample | None,
+              torch: str | Callable | None) -> None:
+    call = call or getattr(Tensor, op, None) or getattr(operator, op, None)
+    OPS[op] = Op(op, rules, order, call, sample, op if torch == "" else torch)
 
 
 class _EveryArgument:
@@ -613,9 +790,121 @@ class _EveryArgument:
         return partial(self.rule, i)
 
 
-def defvjp_argnum(op: str, rule: Callable[..., Tensor]) -> None:
-    """Register one rule ``rule(i, g, out, *args)`` serving every argument ``i`` of ``op``."""
-    VJP_RULES[op] = _EveryArgument(rule)
+def defvjp_argnum(op: str, rule: Callable[..., Tensor], order: int | None = None,
+                  call: Callable[..., Tensor] | None = None, sample: Sample | None = None,
+                  torch: str | Callable | None = "") -> None:
+    """Register one rule ``rule(i, g, out, *args)`` serving every argument ``i`` of ``op``
+    (an op with any number of arguments); the keywords are those of :func:`defvjp`."""
+    _register(op, _EveryArgument(rule), order, call, sample, torch)
+
+
+# ----------------------------------------------------------------------------- test domains
+def _shape(rng: np.random.Generator, min_dims: int = 0, max_dims: int = 3) -> tuple[int, ...]:
+    return tuple(int(n) for n in rng.integers(1, 4, rng.integers(min_dims, max_dims + 1)))
+
+
+def elementwise(*ranges: tuple[float, float]) -> Sample:
+    """Arguments whose shapes broadcast against each other (leading axes left out, axes of
+    size 1), argument ``i`` uniform in ``ranges[i]``."""
+
+    def sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+        full = _shape(rng)
+        arrays = []
+        for k, (low, high) in enumerate(ranges):
+            shape = full if k == 0 else tuple(1 if rng.random() < 0.3 else n for n in full[rng.integers(0, len(full) + 1):])
+            arrays.append(rng.uniform(low, high, shape))
+        return arrays, {}
+
+    return sample
+
+
+def _random_axis(rng: np.random.Generator, ndim: int) -> int | tuple[int, ...] | None:
+    """None, one axis (maybe negative) or a tuple of distinct axes of an array with ``ndim`` axes."""
+    kind = rng.integers(0, 3)
+    if kind == 0 or ndim == 0:
+        return None
+    if kind == 1:
+        return int(rng.integers(-ndim, ndim))
+    return tuple(int(a) for a in rng.choice(ndim, rng.integers(1, ndim + 1), replace=False))
+
+
+def reduction(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """One array, an axis (None, one or several) and keepdims."""
+    shape = _shape(rng, 1)
+    return [rng.uniform(-2.0, 2.0, shape)], {"axis": _random_axis(rng, len(shape)), "keepdims": bool(rng.integers(0, 2))}
+
+
+def along_axis(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """One array and one axis (softmax and friends)."""
+    shape = _shape(rng, 1)
+    return [rng.uniform(-2.0, 2.0, shape)], {"axis": int(rng.integers(-len(shape), len(shape)))}
+
+
+def _matmul_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    n, k, m, batch = (int(v) for v in rng.integers(1, 4, 4))
+    a_shape, b_shape = [((k,), (k, m)), ((n, k), (k,)), ((n, k), (k, m)), ((batch, n, k), (k, m)),
+                        ((batch, n, k), (1, k, m)), ((k,), (batch, k, m))][rng.integers(0, 6)]
+    return [rng.uniform(-2.0, 2.0, a_shape), rng.uniform(-2.0, 2.0, b_shape)], {}
+
+
+def _affine_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    n, k, m = (int(v) for v in rng.integers(1, 4, 3))
+    x_shape = (n, k) if rng.integers(0, 2) else (k,)
+    return [rng.uniform(-2.0, 2.0, s) for s in (x_shape, (k, m), (m,))], {}
+
+
+def _reshape_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    shape = _shape(rng, 1)
+    return [rng.uniform(-2.0, 2.0, shape)], {"shape": (-1,) if rng.integers(0, 2) else shape[::-1]}
+
+
+def _transpose_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    shape = _shape(rng, 2)
+    return [rng.uniform(-2.0, 2.0, shape)], {"axes": tuple(int(a) for a in rng.permutation(len(shape)))}
+
+
+def _broadcast_to_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    target = (2,) + _shape(rng, 1)
+    shape = tuple(1 if rng.random() < 0.5 else n for n in target[1:])
+    return [rng.uniform(-2.0, 2.0, shape)], {"shape": target}
+
+
+def _index(rng: np.random.Generator, shape: tuple[int, int]) -> Any:
+    """An index into an array of ``shape``: repeated integers, a slice, a mask or a mix."""
+    kind = rng.integers(0, 4)
+    if kind == 0:
+        return (rng.integers(0, shape[0], 4),)  # repeats: their gradients add up
+    if kind == 1:
+        return (slice(1, None), rng.integers(0, shape[1], 2))
+    if kind == 2:
+        return (rng.random(shape) < 0.5,)
+    return (int(rng.integers(0, shape[0])), slice(None, None, 2))
+
+
+def _getitem_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    shape = (3, 4)
+    return [rng.uniform(-2.0, 2.0, shape)], {"index": _index(rng, shape)}
+
+
+def _scatter_add_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    shape = (3, 4)
+    index = _index(rng, shape)
+    return [rng.uniform(-2.0, 2.0, np.zeros(shape)[index].shape)], {"index": index, "shape": shape}
+
+
+def _where_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    arrays, _ = elementwise((-2.0, 2.0), (-2.0, 2.0))(rng)
+    return arrays, {"cond": rng.random(arrays[0].shape) < 0.5}
+
+
+def _stack_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
+    shape = _shape(rng)
+    return [rng.uniform(-2.0, 2.0, shape) for _ in range(rng.integers(1, 4))], {"axis": int(rng.integers(-len(shape) - 1, len(shape) + 1))}
+
+
+def _torch_axis(a: Any, axis: Any) -> Any:
+    """PyTorch's ``dim`` for a NumPy ``axis`` (``None``: every axis)."""
+    return tuple(range(a.ndim)) if axis is None else axis
 
 
 def _kept_shape(shape: tuple[int, ...], axis: int | tuple[int, ...] | None) -> tuple[int, ...]:
@@ -668,10 +957,17 @@ def _stack_vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
     return g[(slice(None),) * axis + (i,)]
 
 
+def _first_order_vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
+    raise RuntimeError(
+        f"op {args[-1]!r} has a first-order VJP rule (registered with order=1, or a rule that returns a NumPy "
+        "array): its gradient can be computed but not differentiated again, so this second derivative (or "
+        "jvp) is not available. Write the rule with Tensor operations to get higher derivatives")
+
+
 def _scatter_add(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     """A zero array of ``shape`` with ``g`` added at ``index`` (repeated indices add up)."""
     data = np.zeros(shape)
-    np.add.at(data, index, g.data)
+    np.add.at(data, index, g._data)
     return record("scatter_add", data, (g,), (index, shape))
 
 
@@ -682,35 +978,56 @@ defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.shape),
 defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.shape),
               lambda g, out, a, b: unbroadcast(g * a, b.shape))
 defvjp("div", lambda g, out, a, b: unbroadcast(g / b, a.shape),
-              lambda g, out, a, b: unbroadcast(-g * out / b, b.shape))
+              lambda g, out, a, b: unbroadcast(-g * out / b, b.shape),
+       call=operator.truediv, sample=elementwise((-2.0, 2.0), (0.5, 2.0)))
 defvjp("pow", _pow_vjp_base,
-              lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape))
-defvjp("matmul", partial(_matmul_vjp, 0), partial(_matmul_vjp, 1))
+              lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape),
+       sample=elementwise((0.5, 2.0), (-2.0, 2.0)))
+defvjp("matmul", partial(_matmul_vjp, 0), partial(_matmul_vjp, 1), sample=_matmul_sample)
 defvjp("affine", lambda g, out, x, weight, bias: _matmul_vjp(0, g, out, x, weight),
                  lambda g, out, x, weight, bias: _matmul_vjp(1, g, out, x, weight),
-                 lambda g, out, x, weight, bias: unbroadcast(g, bias.shape))
+                 lambda g, out, x, weight, bias: unbroadcast(g, bias.shape),
+       call=affine, sample=_affine_sample, torch=lambda torch, x, weight, bias: x @ weight + bias)
 defvjp("neg", lambda g, out, a: -g)
 defvjp("exp", lambda g, out, a: g * out)
-defvjp("log", lambda g, out, a: g / a)
+defvjp("log", lambda g, out, a: g / a, sample=elementwise((0.1, 4.0)))
 defvjp("sin", lambda g, out, a: g * a.cos())
 defvjp("cos", lambda g, out, a: -g * a.sin())
 defvjp("tanh", lambda g, out, a: g * (1.0 - out * out))
 defvjp("sigmoid", lambda g, out, a: g * out * (1.0 - out))
 defvjp("relu", lambda g, out, a: g * (a.data > 0))
-defvjp("sqrt", lambda g, out, a: g / (2.0 * out))
+defvjp("sqrt", lambda g, out, a: g / (2.0 * out), sample=elementwise((0.1, 4.0)))
 defvjp("abs", lambda g, out, a: g * np.sign(a.data))
-defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)))
+defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)),
+       sample=lambda rng: (elementwise((-2.0, 2.0))(rng)[0], {"low": -1.0, "high": 0.5}),
+       torch=lambda torch, a, low, high: torch.clamp(a, low, high))
 defvjp("where", lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),
-                lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape))
-defvjp("sum", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims))
-defvjp("mean", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims) * (out.size / a.size))
-defvjp("max", _max_vjp)
-defvjp("softmax", lambda g, out, a, axis: out * (g - (g * out).sum(axis=axis, keepdims=True)))
-defvjp("log_softmax", lambda g, out, a, axis: g - out.exp() * g.sum(axis=axis, keepdims=True))
-defvjp("reshape", lambda g, out, a: g.reshape(a.shape))
-defvjp("transpose", lambda g, out, a, axes: g.transpose(*np.argsort(axes)))
-defvjp("broadcast_to", lambda g, out, a: unbroadcast(g, a.shape))
-defvjp("getitem", lambda g, out, a, index: _scatter_add(g, index, a.shape))
-defvjp("scatter_add", lambda g, out, src, index, shape: g[index])
-defvjp("identity", lambda g, out, a: g)
-defvjp_argnum("stack", _stack_vjp)
+                lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape),
+       call=lambda x, y, cond: where(cond, x, y), sample=_where_sample,
+       torch=lambda torch, x, y, cond: torch.where(torch.as_tensor(cond), x, y))
+defvjp("sum", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims),
+       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.sum(a, dim=_torch_axis(a, axis), keepdim=keepdims))
+defvjp("mean", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims) * (out.size / max(a.size, 1)),
+       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.mean(a, dim=_torch_axis(a, axis), keepdim=keepdims))
+defvjp("max", _max_vjp,
+       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.amax(a, dim=_torch_axis(a, axis), keepdim=keepdims))
+defvjp("softmax", lambda g, out, a, axis: out * (g - (g * out).sum(axis=axis, keepdims=True)),
+       sample=along_axis, torch=lambda torch, a, axis: torch.softmax(a, dim=axis))
+defvjp("log_softmax", lambda g, out, a, axis: g - out.exp() * g.sum(axis=axis, keepdims=True),
+       sample=along_axis, torch=lambda torch, a, axis: torch.log_softmax(a, dim=axis))
+defvjp("reshape", lambda g, out, a: g.reshape(a.shape),
+       call=lambda a, shape: a.reshape(shape), sample=_reshape_sample, torch=lambda torch, a, shape: a.reshape(shape))
+defvjp("transpose", lambda g, out, a, axes: g.transpose(*np.argsort(axes)),
+       call=lambda a, axes: a.transpose(axes), sample=_transpose_sample, torch=lambda torch, a, axes: a.permute(axes))
+defvjp("broadcast_to", lambda g, out, a: unbroadcast(g, a.shape),
+       call=lambda a, shape: a.broadcast_to(shape), sample=_broadcast_to_sample,
+       torch=lambda torch, a, shape: a.broadcast_to(shape))
+defvjp("getitem", lambda g, out, a, index: _scatter_add(g, index, a.shape),
+       call=lambda a, index: a[index], sample=_getitem_sample,
+       torch=lambda torch, a, index: a[tuple(torch.as_tensor(i) if isinstance(i, np.ndarray) else i for i in index)])
+defvjp("scatter_add", lambda g, out, src, index, shape: g[index],
+       call=_scatter_add, sample=_scatter_add_sample, torch=None)
+defvjp("identity", lambda g, out, a: g, call=lambda a: record("identity", a._data, (a,)), torch=None)
+defvjp_argnum("stack", _stack_vjp, call=lambda *parts, axis: stack(parts, axis=axis), sample=_stack_sample,
+              torch=lambda torch, *parts, axis: torch.stack(parts, dim=axis))
+defvjp_argnum("first_order", _first_order_vjp, torch=None)  # wraps the results of order=1 rules

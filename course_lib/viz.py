@@ -9,12 +9,15 @@
   micrograd's drawings. Array data and gradients are shown by their shape.
 
 Node ids count up in the order the graph is walked, so the same graph gives the same
-SVG on every run.
+SVG on every run. Graphs of more than ``max_nodes`` nodes are refused (graphviz would
+spend minutes laying out a drawing nobody can read); counting stops at the limit, so
+the refusal is immediate however big the graph is.
 """
 from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import graphviz
@@ -30,15 +33,20 @@ def draw_graph(
     size: str = "8,5",
     order: Sequence[Any] | None = None,
     digits: int = 3,
+    max_nodes: int = 200,
 ) -> graphviz.Digraph:
     """Draw ``root`` and everything it was computed from.
 
     ``root`` may be one output or a list of outputs. ``order`` (for example the list a
     sweep returns) numbers each node by its position in that list, to show the order in
     which a sweep visits the nodes. ``size`` is graphviz's maximum size in inches, so
-    big graphs shrink to fit; ``digits`` sets the decimals shown.
+    big graphs shrink to fit; ``digits`` sets the decimals shown. A graph of more than
+    ``max_nodes`` values is refused with a ValueError.
     """
     roots = list(root) if isinstance(root, (list, tuple)) else [root]
+    parents = attrgetter("parent_nodes" if hasattr(roots[0], "parent_nodes") else "_parents")
+    if hasattr(roots[0], "parent_nodes") or hasattr(roots[0], "_parents"):
+        _check_size(roots, parents, max_nodes)
     dot = graphviz.Digraph(graph_attr={"rankdir": rankdir, "size": size}, node_attr={"fontsize": "11"})
     step = {id(node): k for k, node in enumerate(order or (), start=1)}
     if hasattr(roots[0], "parent_nodes"):
@@ -82,6 +90,22 @@ def _draw_value_graph(dot: graphviz.Digraph, roots: list, step: dict[int, int], 
             dot.edge(op_id, ids[id(node)])
             for parent in node._parents:
                 dot.edge(ids[id(parent)], op_id)
+
+
+def _check_size(roots: list, parents: Any, max_nodes: int) -> None:
+    """Raise if more than ``max_nodes`` nodes lead to the roots (the walk stops right there)."""
+    seen = {id(root) for root in roots}
+    stack = list(roots)
+    while stack:
+        for parent in parents(stack.pop()):
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+        if len(seen) > max_nodes:
+            raise ValueError(
+                f"draw_graph: the graph has more than max_nodes={max_nodes} nodes, too many to draw readably "
+                "(and graphviz would take minutes to lay it out). Draw a smaller piece (one layer, a shorter "
+                "chain, a few inputs) or pass a larger max_nodes")
 
 
 def _walk(roots: list, parents: Any) -> list:

@@ -80,9 +80,11 @@ def test_value_and_grad_and_argnum():
     assert (gx.item(), gy.item()) == (9.0, 12.0)
 
 
-def test_gradient_of_a_function_that_ignores_its_input_is_zero():
-    assert grad(lambda x: Tensor(5.0))(np.ones(3)).data.tolist() == [0.0, 0.0, 0.0]
-    assert grad(lambda x: 5.0)(2.0).item() == 0.0
+def test_a_function_that_ignores_its_input_is_an_error_unless_allowed():
+    with pytest.raises(ValueError, match="does not depend on input 0.*allow_unused=True"):
+        grad(lambda x: Tensor(5.0))(np.ones(3))
+    assert grad(lambda x: Tensor(5.0), allow_unused=True)(np.ones(3)).data.tolist() == [0.0, 0.0, 0.0]
+    assert grad(lambda x: 5.0, allow_unused=True)(2.0).item() == 0.0
 
 
 def test_clear_errors():
@@ -180,7 +182,9 @@ def test_jvp_of_a_linear_map_and_of_a_constant():
     A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     y, jv = jvp(lambda x: Tensor(A) @ x, np.array([1.0, -1.0]), np.array([0.5, 2.0]))
     np.testing.assert_allclose(jv.data, A @ [0.5, 2.0])
-    _, jv = jvp(lambda x: Tensor(np.ones(2)), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    with pytest.raises(ValueError, match="does not depend"):
+        jvp(lambda x: Tensor(np.ones(2)), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    _, jv = jvp(lambda x: Tensor(np.ones(2)), np.array([1.0, 2.0]), np.array([1.0, 1.0]), allow_unused=True)
     np.testing.assert_array_equal(jv.data, [0.0, 0.0])
 
 

@@ -1,6 +1,8 @@
 """Integrated Gradients: quadrature rules, the axioms, AD vs finite differences, errors."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,10 @@ from course_lib.ig import METHODS, batched, completeness_errors, integrated_grad
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.physics import START_SHOT, fit_shot, shot_height
 from course_lib.tensor import Tensor
+
+# The axiom and convergence tests use deliberately coarse rules: their completeness warning
+# is expected there (it has tests of its own below).
+pytestmark = pytest.mark.filterwarnings("ignore:Integrated Gradients. the attributions sum to:RuntimeWarning")
 
 RNG = np.random.default_rng(0)
 floats = st.floats(-2.0, 2.0, allow_nan=False)
@@ -284,7 +290,7 @@ def test_all_path_points_go_through_one_call(return_delta):
 
     integrated_gradients(counted, X0, B0, steps=37, method="gausslegendre", return_delta=return_delta)
     assert len(calls) == 1
-    assert calls[0] == ((39 if return_delta else 37), 3)
+    assert calls[0] == (39, 3)  # the 37 path points, then the baseline and x for the completeness check
 
 
 def test_model_parameter_gradients_are_left_alone():
@@ -364,7 +370,7 @@ def test_bad_outputs_and_targets_raise_clear_errors():
         integrated_gradients(scores, X0)
     with pytest.raises(ValueError, match=r"0\.\.3"):
         integrated_gradients(scores, X0, target=4)
-    with pytest.raises(ValueError, match=r"shape \(50,\) or \(50, C\)"):
+    with pytest.raises(ValueError, match=r"shape \(52,\) or \(52, C\)"):
         integrated_gradients(lambda X: X.sum(), X0)
     with pytest.raises(TypeError, match="grad_method='fd'"):
         integrated_gradients(lambda X: X.data.sum(axis=1), X0)
@@ -434,3 +440,30 @@ def test_iris_completeness_table(capsys):
 
 def test_module_lists_its_rules():
     assert ig.METHODS == ("riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre")
+
+
+# --- no silent zeros, no silently inaccurate attributions ---------------------------------------
+
+def test_a_model_that_leaves_the_graph_is_an_error_not_zero_attributions():
+    def detached(X: Tensor) -> Tensor:  # Tensor(X.data) cuts X off the graph
+        return (Tensor(X.data) * np.array([1.0, 2.0])).sum(axis=1)
+
+    def honest(X: Tensor) -> Tensor:
+        return (X * np.array([1.0, 2.0])).sum(axis=1)
+
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(integrated_gradients(honest, x), [1.0, 4.0])
+    with pytest.raises(ValueError, match="does not depend on input.*allow_unused=True"):
+        integrated_gradients(detached, x)
+    np.testing.assert_array_equal(integrated_gradients(detached, x, allow_unused=True), [0.0, 0.0])
+
+
+def test_a_large_completeness_gap_warns_and_a_small_one_does_not():
+    with pytest.warns(RuntimeWarning, match=r"completeness gap .* 3-step 'riemann_right' rule is too coarse"):
+        integrated_gradients(smooth, X0, B0, steps=3, method="riemann_right")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        integrated_gradients(smooth, X0, B0, steps=20, method="gausslegendre")
+        integrated_gradients(smooth, X0, B0, steps=3, method="riemann_right", completeness_rtol=None)
+        _, delta = integrated_gradients(smooth, X0, B0, steps=3, method="riemann_right", return_delta=True)
+    assert abs(delta) > 0.05 * abs(smooth(Tensor(X0[None])).item() - smooth(Tensor(B0[None])).item())

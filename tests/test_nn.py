@@ -107,6 +107,30 @@ def test_sgd_step_and_zero_grad():
         SGD([], lr=0.1)
 
 
+def test_sgd_refuses_non_leaves_and_bad_learning_rates_and_steps_duplicates_once():
+    w = Tensor([1.0, -2.0], requires_grad=True)
+    with pytest.raises(ValueError, match="leaf Tensors.*'mul'"):
+        SGD([w * 2.0], lr=0.1)
+    with pytest.raises(ValueError, match="requires_grad=True"):
+        SGD([Tensor([1.0])], lr=0.1)
+    for lr in (0.0, -0.1, float("nan"), float("inf"), "0.1", True):
+        with pytest.raises(ValueError, match="positive number"):
+            SGD([w], lr=lr)
+    opt = SGD([w, w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.data, [0.8, -1.6])  # once, not twice
+
+
+def test_sgd_behaves_like_torch_optim_sgd_on_duplicates_and_non_leaves():
+    torch = pytest.importorskip("torch")
+    w = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ValueError, match="non-leaf"):
+        torch.optim.SGD([w * 2.0], lr=0.1)
+    with pytest.raises(ValueError, match="negative|Invalid learning rate"):
+        torch.optim.SGD([w], lr=-0.1)
+
+
 def test_module_zero_grad():
     model = MLP([2, 3, 2], rng=0)
     cross_entropy(model(np.ones((1, 2))), np.array([1])).backward()

