@@ -303,7 +303,7 @@ def test_ch11_measured_costs_in_the_stored_notebook():
     assert [int(r[0]) for r in table] == [GRAPH_NODES[dt][0] for dt in TIME_STEPS]
     for (steps, mb, per_node, forward, backward, ratio), dt in zip(table, TIME_STEPS):
         nodes = GRAPH_NODES[dt][1]
-        assert 100 < per_node < 600, "a scalar node holds a few hundred bytes"
+        assert 150 < per_node < 300, "the prose: each node costs a little over 200 bytes"
         assert mb * 1e6 == pytest.approx(per_node * nodes, rel=0.02, abs=0.01e6)
         assert forward > 0 and backward > 0 and ratio == pytest.approx(backward / forward, abs=0.06)
     assert 5 < table[-1][1] < 15, "the prose: several megabytes for about 800 steps"
@@ -351,6 +351,11 @@ def test_ch11_measured_checkpoint_memory_in_the_stored_notebook():
 
 def test_ch11_summary_and_questions():
     text = markdown(CH11)
+    # The drag coefficient of a netball: k = rho C_d A / (2 m).
+    area = math.pi * 0.11**2
+    assert f"{area:.3f}" == "0.038" and f"{1.2 * 0.5 * area / (2 * 0.41):.3f}" == "0.028"
+    assert DRAG * 10.0**2 == pytest.approx(3.0) and DRAG * 100 / 9.81 == pytest.approx(1 / 3, abs=0.03)
+    assert "the coefficient $k$ is about 0.028 per metre" in text.replace("\n", " ")
     for fact in ["gradient descent through the simulator finds a hit in 18 steps ($r = 0.670$)",
                  "($-0.297$ m) of the change", "($n = 46$ here)", "finite differences agree to eight digits",
                  "In air the warm-up's hit misses by 26 cm"]:
