@@ -148,6 +148,8 @@ instructor-only:
 # One lock for every requirements file: exact versions of the whole stack, transitive ones
 # included. Run after changing any requirements*.txt; set-up then installs exactly this.
 LOCK_INPUTS := requirements.txt requirements-oracles.txt requirements-browser.txt benchmarks/requirements.txt
+# pip-compile pins what resolves on the Python it runs on: run it on the oldest supported one
+# (Python 3.11.x; a test checks every pin's Requires-Python against pyproject's floor).
 lock: venv-support
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/pip-compile || $(PIP) "$$(grep '^pip-tools==' requirements.txt)" $(QUIET_PIP)

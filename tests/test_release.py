@@ -164,6 +164,25 @@ def test_the_environment_has_exactly_the_locked_versions():
     assert missing == [], f"set-up did not install {missing}"
 
 
+def test_every_locked_package_installs_on_the_oldest_supported_python():
+    """pip-compile resolves for the Python it runs on: a pin that needs a newer 3.11.x than
+    Debian 12's 3.11.2 (soupsieve 4.1 wants >= 3.11.5) breaks set-up there. Read each
+    installed package's Requires-Python against the floor pyproject.toml states."""
+    from importlib.metadata import distributions
+    from packaging.specifiers import SpecifierSet
+
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    oldest = re.search(r">=\s*([0-9.]+)", floor)[1]
+    oldest = oldest if oldest.count(".") == 2 else oldest + ".0"
+    pins = locked()
+    too_new = sorted(f"{d.metadata['Name']} {d.version} (Requires-Python {d.metadata['Requires-Python']})"
+                     for d in distributions() if canonicalize_name(d.metadata["Name"]) in pins
+                     and d.metadata["Requires-Python"]
+                     and not SpecifierSet(d.metadata["Requires-Python"]).contains(oldest))
+    assert too_new == [], f"not installable on Python {oldest}: {too_new}; re-run `make lock` " \
+        "with the oldest supported Python (see the lock target in the Makefile)"
+
+
 def test_course_lib_needs_only_compatible_ranges_of_its_three_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = {Requirement(r).name: Requirement(r).specifier for r in project["dependencies"]}
