@@ -499,11 +499,12 @@ def test_ch12_one_batched_call_and_costs(iris, hit):
     assert calls == [(52, 4)]
     calls.clear()
     ig.integrated_gradients(counted, Z[133], steps=200, method="gausslegendre", target=1, grad_method="fd")
-    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 1800
+    # 200 path points + the baseline + the input (for the completeness check), 1 + 2 * 4 evaluations each
+    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 1818
     text = shown(CH12)
     assert "calls of the model: 1, batch shape (52, 4)" in text
-    assert "Iris MLP, 4 inputs          fd           9    1800" in text
-    assert "throw, 2 inputs             fd           5    1000" in text
+    assert "Iris MLP, 4 inputs          fd           9    1818" in text
+    assert "throw, 2 inputs             fd           5    1010" in text
     assert text.count("AD and FD agree to 1e-9: True") == 2
 
 
