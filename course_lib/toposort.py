@@ -65,6 +65,33 @@ def postorder(start: N, successors: Successors) -> list[N]:
     return order
 
 
+def interior_postorder(start: N) -> list[N]:
+    """The nodes of ``start``'s graph that have parents (``node._parents``), each after
+    its parents: the order a backward sweep needs, reversed, without the leaves.
+
+    The fast path of the scalar engine, where graphs have thousands of nodes per step.
+    Same search as :func:`postorder`, tuned: nodes go into the ``seen`` set themselves
+    (so they must hash by identity, as ``Value`` does), leaves are never pushed, and a
+    ``None`` marker under a node's parents says "emit it once they are done".
+    """
+    order: list[N] = []
+    seen: set[N] = set()
+    stack: list[N | None] = [start] if start._parents else []
+    push, pop = stack.append, stack.pop  # bound once: this loop runs for every node
+    while stack:
+        node = pop()
+        if node is None:
+            order.append(pop())
+        elif node not in seen:
+            seen.add(node)
+            push(node)
+            push(None)
+            for parent in node._parents:
+                if parent._parents and parent not in seen:
+                    push(parent)
+    return order
+
+
 def child_count_order(end: N, parents: Successors) -> list[N]:
     """Autograd's order (Kahn's algorithm): ``end`` first, then each node once all of
     its children among the ancestors of ``end`` have been listed.
