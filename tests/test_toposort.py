@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_lib.scalar import Value
-from course_lib.toposort import child_count_order, postorder, postorder_recursive
+from course_lib.toposort import child_count_order, interior_postorder, postorder, postorder_recursive
 
 
 class N:
@@ -74,6 +74,30 @@ def test_child_count_order_is_valid_on_random_dags(nodes):
     assert order[0] is end
     for node in order:
         assert all(pos[id(node)] < pos[id(p)] for p in node.parents)  # children first
+
+
+class V:
+    """A node as the scalar engine has them: ``_parents``, hashed by identity."""
+
+    def __init__(self, parents=()):
+        self._parents = tuple(parents)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags())
+def test_interior_postorder_lists_each_inner_ancestor_once_after_its_parents(nodes):
+    twins: dict[int, V] = {}
+    for node in nodes:  # the same DAG with scalar-engine-like nodes
+        twins[id(node)] = V(twins[id(p)] for p in node.parents)
+    end = twins[id(nodes[-1])]
+    order = interior_postorder(end)
+    pos = position_map(order)
+    inner = {k for k, n in ancestors(nodes[-1]).items() if n.parents}
+    assert len(order) == len(pos) == len(inner)
+    assert set(pos) == {id(twins[k]) for k in inner}
+    assert not order or order[-1] is end
+    for node in order:
+        assert all(pos[id(p)] < pos[id(node)] for p in node._parents if p._parents)
 
 
 def test_repeated_edges_x_times_x():
