@@ -2,7 +2,7 @@
 
     python benchmarks/engines.py [--quick]
 
-1. An MLP 64-256-256-10 on a batch of 256, forward + backward with cross-entropy:
+1. An MLP 64-256-256-10 on a batch of 256 and of 16, forward + backward with cross-entropy:
    course_lib vs PyTorch eager (CPU) vs HIPS autograd, against the NumPy forward pass
    alone (the cheap-gradient principle says forward + backward costs a small constant
    times the forward pass: about 3 for matrix products).
@@ -49,6 +49,7 @@ from course_lib.tensor import Tensor  # noqa: E402
 
 SIZES = (64, 256, 256, 10)
 BATCH = 256
+BATCHES = (BATCH, 16)  # large: the arithmetic dominates; small: the engine's bookkeeping shows
 CHAIN = 10_000
 
 try:
@@ -91,11 +92,11 @@ def best_times(candidates: dict[str, Callable[[], object]], number: int, rounds:
 
 
 # ----------------------------------------------------------------------------- 1. the MLP
-def mlp_candidates() -> dict[str, Callable[[], object]]:
+def mlp_candidates(batch: int = BATCH) -> dict[str, Callable[[], object]]:
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, SIZES[0]))
-    labels = rng.integers(0, SIZES[-1], BATCH)
-    rows = np.arange(BATCH)
+    x = rng.standard_normal((batch, SIZES[0]))
+    labels = rng.integers(0, SIZES[-1], batch)
+    rows = np.arange(batch)
     weights = [rng.uniform(-1, 1, (m, n)) / np.sqrt(m) for m, n in zip(SIZES[:-1], SIZES[1:])]
     biases = [rng.uniform(-1, 1, n) / np.sqrt(m) for m, n in zip(SIZES[:-1], SIZES[1:])]
 
@@ -120,7 +121,7 @@ def mlp_candidates() -> dict[str, Callable[[], object]]:
         probs /= probs.sum(axis=1, keepdims=True)
         g = probs  # d(mean cross-entropy)/d(logits) = (softmax - one_hot) / batch
         g[rows, labels] -= 1.0
-        g /= BATCH
+        g /= batch
         grads = []
         for k in reversed(range(len(weights))):
             grads += [post[k].T @ g, g.sum(axis=0)]
@@ -225,18 +226,20 @@ def main() -> None:
     if autograd is None:
         print("HIPS autograd is not installed: its columns are skipped (install it with `pip install autograd`).")
 
-    times = best_times(mlp_candidates(), number=10, rounds=rounds)
-    base = times["NumPy forward only"]
-    print(f"\n1. MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, cross-entropy: forward + backward")
-    print(f"   {'engine':<26}{'ms':>9}{'x NumPy forward':>18}")
-    for name, t in times.items():
-        print(f"   {name:<26}{t * 1e3:>9.3f}{t / base:>18.2f}")
-    ours, own_forward = times["course_lib"], times["course_lib forward only"]
-    print(f"   course_lib backward / its own forward: {(ours - own_forward) / own_forward:.2f}")
-    print(f"   course_lib / NumPy by hand: {ours / times['NumPy by hand (fwd+bwd)']:.2f} (the engine's overhead over hand-written gradients)")
-    for other in ("PyTorch eager", "HIPS autograd"):
-        if other in times:
-            print(f"   course_lib is {times[other] / ours:.2f}x as fast as {other}")
+    for batch in BATCHES:
+        times = best_times(mlp_candidates(batch), number=10, rounds=rounds)
+        base = times["NumPy forward only"]
+        print(f"\n1. MLP {'-'.join(map(str, SIZES))}, batch {batch}, cross-entropy: forward + backward")
+        print(f"   {'engine':<26}{'ms':>9}{'x NumPy forward':>18}")
+        for name, t in times.items():
+            print(f"   {name:<26}{t * 1e3:>9.3f}{t / base:>18.2f}")
+        ours, own_forward = times["course_lib"], times["course_lib forward only"]
+        print(f"   course_lib backward / its own forward: {(ours - own_forward) / own_forward:.2f}")
+        print(f"   course_lib / NumPy by hand: {ours / times['NumPy by hand (fwd+bwd)']:.2f} "
+              "(the engine's overhead over hand-written gradients)")
+        for other in ("PyTorch eager", "HIPS autograd"):
+            if other in times:
+                print(f"   course_lib is {times[other] / ours:.2f}x as fast as {other}")
 
     times = best_times(chain_candidates(), number=1, rounds=max(3, rounds // 3))
     print(f"\n2. Per-op overhead: {CHAIN:,} multiplications of a 4-element tensor, forward + backward")
