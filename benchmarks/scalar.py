@@ -6,7 +6,15 @@ operations and 5,000 nodes), then run backward. That is one training step withou
 update; we time many of them in a row, as a training loop would run them, and report
 steps per second and graph nodes per second.
 
-Run:  python benchmarks/scalar.py  [--iterations 30] [--repeats 5]
+A second workload is a fan-in graph: one output computed from 2,000 inputs (a dot product of
+1,000 pairs summed pairwise, squared), the shape of a loss over many parameters.
+
+Each engine runs in a process of its own (as users run them: one engine per program, so
+one engine's garbage does not make the other's collections slower); the engines take
+turns, and the median of the repeats is reported. ``--same-process`` measures them side by
+side in this process instead (what ``benchmarks/record.py`` stores).
+
+Run:  python benchmarks/scalar.py  [--iterations 30] [--repeats 5] [--same-process]
 micrograd is only needed here:  pip install micrograd==0.1.0
 
 The second table repeats the measurement with Python's cyclic garbage collector paused.
@@ -21,13 +29,18 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
+import subprocess
+import sys
 import time
 
 from course_lib.scalar import Value
 
 SIZES = (16, 32, 32, 1)
+FAN_IN = 1_000
+ENGINES = {"course_lib": "course_lib.scalar", "micrograd": "micrograd.engine"}
 
 
 def make_parameters(V):
@@ -57,6 +70,33 @@ def training_step(V, layers, inputs, target=0.5):
     return loss
 
 
+def tree_sum(terms: list):
+    """Pairwise sum: depth log2(n), so micrograd's recursive sort copes with any n."""
+    while len(terms) > 1:
+        terms = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)] + terms[len(terms) & ~1:]
+    return terms[0]
+
+
+def fan_in_step(V, pairs: list, target: float = 0.5):
+    """A dot product of many pairs of leaves, squared: every leaf fans into one output."""
+    for a, b in pairs:
+        a.grad = b.grad = 0.0
+    loss = (tree_sum([a * b for a, b in pairs]) - target) ** 2
+    loss.backward()
+    return loss
+
+
+def make_pairs(V) -> list:
+    rng = random.Random(1)
+    return [(V(rng.uniform(-1, 1)), V(rng.uniform(-1, 1))) for _ in range(FAN_IN)]
+
+
+WORKLOADS = {
+    "MLP": (lambda V: (V, *make_parameters(V)), lambda V, layers, inputs: training_step(V, layers, inputs)),
+    "fan-in": (lambda V: (V, make_pairs(V)), fan_in_step),
+}
+
+
 def count_nodes(root) -> int:
     seen, stack = {id(root)}, [root]
     parents = (lambda v: v._parents) if hasattr(root, "_parents") else (lambda v: v._prev)
@@ -68,26 +108,50 @@ def count_nodes(root) -> int:
     return len(seen)
 
 
+def time_steps(step, args, iterations: int, collect_cycles: bool) -> float:
+    """Mean CPU seconds of ``iterations`` consecutive calls of ``step(*args)``, after a warm-up.
+
+    CPU time (not wall-clock time) leaves out the moments other programs have the processor."""
+    step(*args)
+    gc.collect()
+    if not collect_cycles:
+        gc.disable()
+    start = time.process_time()
+    for _ in range(iterations):
+        step(*args)
+    elapsed = (time.process_time() - start) / iterations
+    gc.enable()
+    return elapsed
+
+
 def seconds_per_step(engines, iterations: int, repeats: int, collect_cycles: bool) -> dict[str, float]:
-    """For each engine, the median over ``repeats`` of the mean CPU time of ``iterations``
-    consecutive steps. Engines take turns, so a busy machine slows them alike; CPU time
-    (not wall-clock time) leaves out the moments other programs have the processor. The
-    median, not the best: the collector's cost comes in bursts, and a lucky stretch
-    without one is not the throughput of a training loop."""
+    """The MLP step of each engine, all in this process: the median over ``repeats`` of
+    :func:`time_steps`. Engines take turns, so a busy machine slows them alike. The median,
+    not the best: the collector's cost comes in bursts, and a lucky stretch without one is
+    not the throughput of a training loop."""
     setups = {name: (V, *make_parameters(V)) for name, V in engines}
     times: dict[str, list[float]] = {name: [] for name, _ in engines}
     for _ in range(repeats):
-        for name, (V, layers, inputs) in setups.items():
-            training_step(V, layers, inputs)  # warm up
-            gc.collect()
-            if not collect_cycles:
-                gc.disable()
-            start = time.process_time()
-            for _ in range(iterations):
-                training_step(V, layers, inputs)
-            times[name].append((time.process_time() - start) / iterations)
-            gc.enable()
+        for name, args in setups.items():
+            times[name].append(time_steps(training_step, args, iterations, collect_cycles))
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def seconds_per_step_apart(engines: list[str], workload: str, iterations: int, repeats: int,
+                           collect_cycles: bool) -> dict[str, float]:
+    """As :func:`seconds_per_step`, but every measurement in a fresh process of its own."""
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    for _ in range(repeats):
+        for name in engines:
+            command = [sys.executable, __file__, "--child", name, workload, str(iterations), str(int(collect_cycles))]
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            times[name].append(json.loads(out))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def engine_value(name: str):
+    module = __import__(ENGINES[name], fromlist=["Value"])
+    return module.Value
 
 
 def check_same_numbers(micrograd_value) -> None:
@@ -96,9 +160,12 @@ def check_same_numbers(micrograd_value) -> None:
     for V in (Value, micrograd_value):
         layers, inputs = make_parameters(V)
         loss = training_step(V, layers, inputs)
-        results.append((loss.data, [w.grad for w in layers[0][0][0]]))
-    (loss_a, grads_a), (loss_b, grads_b) = results
+        pairs = make_pairs(V)
+        fan = fan_in_step(V, pairs)
+        results.append((loss.data, [w.grad for w in layers[0][0][0]], fan.data, [a.grad for a, _ in pairs[:50]]))
+    (loss_a, grads_a, fan_a, fgrads_a), (loss_b, grads_b, fan_b, fgrads_b) = results
     assert abs(loss_a - loss_b) < 1e-12 and max(abs(a - b) for a, b in zip(grads_a, grads_b)) < 1e-12
+    assert abs(fan_a - fan_b) < 1e-9 and max(abs(a - b) for a, b in zip(fgrads_a, fgrads_b)) < 1e-9
 
 
 def table(title: str, rows: list[tuple[str, float]], nodes: int) -> str:
@@ -114,9 +181,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=30, help="consecutive steps per measurement")
     parser.add_argument("--repeats", type=int, default=5, help="measurements; the median is reported")
+    parser.add_argument("--same-process", action="store_true", help="all engines in this process")
+    parser.add_argument("--child", nargs=4, metavar=("ENGINE", "WORKLOAD", "ITERATIONS", "GC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    engines = [("course_lib", Value)]
+    if args.child:  # one measurement, printed as JSON, in a process of its own
+        name, workload, iterations, collect = args.child
+        make, step = WORKLOADS[workload]
+        print(json.dumps(time_steps(step, make(engine_value(name)), int(iterations), collect == "1")))
+        return
+
+    engines = ["course_lib"]
     try:
         from micrograd.engine import Value as MicrogradValue
     except ImportError:
@@ -124,15 +199,25 @@ def main() -> None:
               "    pip install micrograd==0.1.0\n")
     else:
         check_same_numbers(MicrogradValue)
-        engines.append(("micrograd", MicrogradValue))
+        engines.append("micrograd")
 
-    layers, inputs = make_parameters(Value)
-    nodes = count_nodes(training_step(Value, layers, inputs))
-    print(f"Scalar perceptron {'-'.join(map(str, SIZES))}: {nodes} nodes per forward+backward step\n")
-    for title, collect in (("Garbage collector on (as in a training loop):", True),
-                           ("Garbage collector paused (per-operation overhead only):", False)):
-        rows = list(seconds_per_step(engines, args.iterations, args.repeats, collect).items())
-        print(table(title, rows, nodes) + "\n")
+    where = "all engines in this process" if args.same_process else "each engine in a process of its own"
+    for workload, (make, step) in WORKLOADS.items():
+        nodes = count_nodes(step(*make(Value)))
+        label = f"perceptron {'-'.join(map(str, SIZES))}" if workload == "MLP" else f"fan-in, {2 * FAN_IN} inputs"
+        print(f"Scalar {label}: {nodes} nodes per forward+backward step ({where})\n")
+        for title, collect in (("Garbage collector on (as in a training loop):", True),
+                               ("Garbage collector paused (per-operation overhead only):", False)):
+            if args.same_process:
+                pairs = [(name, engine_value(name)) for name in engines]
+                if workload == "MLP":
+                    measured = seconds_per_step(pairs, args.iterations, args.repeats, collect)
+                else:
+                    measured = {name: statistics.median(time_steps(step, make(V), args.iterations, collect)
+                                                        for _ in range(args.repeats)) for name, V in pairs}
+            else:
+                measured = seconds_per_step_apart(engines, workload, args.iterations, args.repeats, collect)
+            print(table(title, list(measured.items()), nodes) + "\n")
 
 
 if __name__ == "__main__":
