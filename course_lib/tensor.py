@@ -661,8 +661,8 @@ def _checked(result: Any, i: int, node: Tensor) -> Tensor:
 def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
     """``backward()``'s use of a finished gradient: leaves accumulate it, retained intermediates keep it."""
     if node._parents:
-        if node._retains_grad:
-            node.grad = g._data
+        if node._retains_grad:  # a copy: g may travel on to the parents (add passes it through)
+            node.grad = g._data.copy()
     elif node.grad is None:
         node.grad = g._data if owned else g._data.copy()
     else:

@@ -121,6 +121,19 @@ def test_leaves_accumulate_and_intermediates_are_not_double_counted():
     assert plain.grad is None  # intermediates keep no gradient unless retained (as in PyTorch)
 
 
+def test_retained_gradients_are_buffers_of_their_own():
+    """add passes its gradient through unchanged, so b's and c's gradients are the same
+    array inside the sweep; what each keeps must be its own (as PyTorch's are)."""
+    a = Tensor([1.0, 2.0], requires_grad=True)
+    b = (a * 1.0).retain_grad()
+    c = (b + 0.0).retain_grad()
+    (c * 3).sum().backward()
+    assert not np.shares_memory(b.grad, c.grad) and not np.shares_memory(a.grad, c.grad)
+    b.grad[0] = 100.0
+    np.testing.assert_allclose(c.grad, [3.0, 3.0])
+    np.testing.assert_allclose(a.grad, [3.0, 3.0])
+
+
 def test_zero_grad_and_assigning_none():
     x = Tensor([1.0, 2.0], requires_grad=True)
     (x * x).sum().backward()
