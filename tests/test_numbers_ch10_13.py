@@ -116,8 +116,8 @@ def test_pytorch_run_from_the_same_weights_gives_the_same_losses(run):
     net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).double()
     with torch.no_grad():
         for ours, theirs in zip(start.layers, [net[0], net[2]]):
-            theirs.weight.copy_(torch.from_numpy(ours.weight.data.T))
-            theirs.bias.copy_(torch.from_numpy(ours.bias.data))
+            theirs.weight.copy_(torch.tensor(ours.weight.data.T))
+            theirs.bias.copy_(torch.tensor(ours.bias.data))
     optimiser = torch.optim.SGD(net.parameters(), lr=LR)
     features, labels = torch.from_numpy(run["X_train"]), torch.from_numpy(run["y_train"])
     order_rng = np.random.default_rng(1)
