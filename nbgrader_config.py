@@ -30,7 +30,10 @@ except ModuleNotFoundError:
     if os.environ.get("DB_URL"):
         raise
 else:
-    c.CourseDirectory.db_url = gradebook_url(os.environ.get("DB_URL"), c.CourseDirectory.root)
+    try:
+        c.CourseDirectory.db_url = gradebook_url(os.environ.get("DB_URL"), c.CourseDirectory.root)
+    except ValueError as error:  # stop here: nbgrader would go on with a default configuration
+        sys.exit(f"ERROR: {error}")
     # On a hub, `nbgrader collect` takes a hand-in only from the Unix user it is named after:
     # one submitted under a classmate's name is quarantined, never graded (deploy/README.md).
     c.ExchangeFactory.collect = "course_grader.exchange.OwnerCheckedCollect"

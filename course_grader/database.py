@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,10 @@ def import_roster(students: list[Student], db_url: str, course_id: str) -> dict[
     and already as listed (a second import of the same list changes nothing)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    # nbgrader creates a new gradebook's tables by running the `alembic` command: its own.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     with Gradebook(gradebook_url(db_url), course_id) as gradebook:
         for student in students:

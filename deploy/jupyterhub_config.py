@@ -7,7 +7,8 @@ Run as root (it starts each user's server as that user):
 
 Users log in with their Unix password (PAM). Members of AUTODIFF_STUDENTS get JupyterLab with
 nbgrader's assignment list only; members of AUTODIFF_INSTRUCTORS also get the formgrader and
-the course list, on their clone of the course. Settings: deploy/course_hub.py.
+the course list, on their clone of the course, and the hub's DB_URL (the gradebook).
+Settings: deploy/course_hub.py.
 """
 import os
 import shutil
@@ -46,6 +47,8 @@ def choose_role(spawner):
     if role is None:
         raise PermissionError(f"{spawner.user.name} is in neither {settings.students} nor {settings.instructors}")
     spawner.environment["JUPYTER_CONFIG_PATH"] = str(settings.roles / role)
+    if role == "instructor" and os.environ.get("DB_URL"):
+        spawner.environment["DB_URL"] = os.environ["DB_URL"]  # the gradebook (instructors only)
     spawner.log.info("%s starts as %s", spawner.user.name, role)
 
 
