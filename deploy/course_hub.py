@@ -20,7 +20,6 @@ import grp
 import os
 import pwd
 import shutil
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path

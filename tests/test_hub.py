@@ -107,7 +107,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     first = klass.as_user(klass.instructor, nbgrader, "collect", PS, cwd=course, check=False)
     assert first.returncode != 0, "collect must not pass over a forged hand-in silently"
     report = first.stdout + first.stderr
-    assert f"is not owned by the student it names" in report and f"holds {PS}.ipynb, not {bob}'s own" in report
+    assert "is not owned by the student it names" in report and f"holds {PS}.ipynb, not {bob}'s own" in report
     quarantine = course / "quarantine" / PS
     assert any(p.name.startswith(f"{bob}+") for p in quarantine.iterdir())
     assert not (course / "submitted" / bob / PS / f"{PS}.ipynb").exists(), "Eve's swapped file was collected"
