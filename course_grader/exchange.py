@@ -6,7 +6,7 @@ named ``<student>+<assignment>+<time>+<random>``. nbgrader trusts that name: a s
 the latest, is collected and graded as the classmate's; a submitted folder is also left
 world-writable, so a classmate who learns its name can swap files in it. nbgrader only warns.
 
-Here a folder is genuine only when it belongs to the Unix user it names; of a student's folders
+Here a folder is genuine only when it belongs to the Unix user it names (its uid); of a student's folders
 the latest genuine one is collected, and inside it only files that student owns (no symbolic
 links: collect runs as the instructor and would copy what a link points to). Everything else
 is copied to ``quarantine/`` in the course root for a human, and collect exits with an error
@@ -14,6 +14,7 @@ naming it. Enabled by ``c.ExchangeFactory.collect`` in nbgrader_config.py.
 """
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -25,10 +26,13 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 
 
 def uid_of(user: str) -> int | None:
+    """The user's uid: from the system's accounts, else from the JSON table ``{login: uid}`` named
+    by AUTODIFF_UIDS (on Kubernetes, where pods run with per-user uids but no accounts)."""
     try:
         return pwd.getpwnam(user).pw_uid
     except KeyError:
-        return None
+        table = os.environ.get("AUTODIFF_UIDS")
+        return json.loads(Path(table).read_text()).get(user) if table else None
 
 
 def foreign_entries(folder: Path, uid: int) -> list[Path]:
