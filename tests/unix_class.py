@@ -81,7 +81,14 @@ class UnixClass:
         return proc
 
     def processes(self) -> list[int]:
-        uids = {pwd.getpwnam(user).pw_uid for user in self.users}
+        uids = set()
+        for user in self.users:
+            try:
+                uids.add(pwd.getpwnam(user).pw_uid)
+            except KeyError:  # not created (a set-up that failed half-way)
+                continue
+        if not uids:
+            return []
         pids = []
         for entry in Path("/proc").iterdir():
             try:
@@ -106,6 +113,9 @@ def shared_venv(base: Path) -> Path:
     developer's venv may sit on an interpreter only root can reach (pyenv under /root): then
     the same packages are run by the system's Python of the same version, through a venv
     whose site-packages, share/ and etc/ are the course venv's."""
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    assert reachable_by_all(site_packages), f"the course's venv ({site_packages}) is not readable by " \
+        "other users (a folder above it lacks o+x): clone the course under a folder all users can search"
     if reachable_by_all(Path(sys.executable)):
         return BIN
     system = Path("/usr/bin/python3")
@@ -114,7 +124,6 @@ def shared_venv(base: Path) -> Path:
         .startswith(version), f"the venv's Python is not executable by other users and {system} is not Python {version}"
     venv = base / "venv"
     run(str(system), "-m", "venv", "--without-pip", str(venv))
-    site_packages = Path(sysconfig.get_paths()["purelib"])
     (venv / "lib" / f"python{version}" / "site-packages" / "course-venv.pth").write_text(
         f"import site; site.addsitedir({str(site_packages)!r})\n")
     for folder in ("share", "etc"):
@@ -135,23 +144,28 @@ def make_class(n_students: int = 3) -> UnixClass:
     (base / "home").mkdir(mode=0o755)
     groups = {"instructor": f"{tag}-teach", "student": f"{tag}-learn"}
     names = ["ada", "bob", "eve", "kim", "lee"][:n_students]
-    klass = UnixClass(base, f"{tag}-prof", [f"{tag}-{name}" for name in names], groups, shared_venv(base))
-    for group in groups.values():
-        run("groupadd", group)
-    for user in klass.users:
-        group = groups["instructor" if user == klass.instructor else "student"]
-        run("useradd", "--create-home", "--home-dir", str(base / "home" / user), "--gid", group,
-            "--shell", "/bin/bash", user)
-    course = klass.course()
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "course_grader", course / "course_grader",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "solutions" / "ps01_finite_differences",
-                    course / "solutions" / "ps01_finite_differences")
-    owner = pwd.getpwnam(klass.instructor)
-    for path in [course, *course.rglob("*")]:
-        os.chown(path, owner.pw_uid, owner.pw_gid)
+    klass = UnixClass(base, f"{tag}-prof", [f"{tag}-{name}" for name in names], groups)
+    try:
+        klass.bin = shared_venv(base)
+        for group in groups.values():
+            run("groupadd", group)
+        for user in klass.users:
+            group = groups["instructor" if user == klass.instructor else "student"]
+            run("useradd", "--create-home", "--home-dir", str(base / "home" / user), "--gid", group,
+                "--shell", "/bin/bash", user)
+        course = klass.course()
+        course.mkdir()
+        shutil.copy(ROOT / "nbgrader_config.py", course)
+        shutil.copytree(ROOT / "course_grader", course / "course_grader",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "solutions" / "ps01_finite_differences",
+                        course / "solutions" / "ps01_finite_differences")
+        owner = pwd.getpwnam(klass.instructor)
+        for path in [course, *course.rglob("*")]:
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+    except BaseException:
+        remove_class(klass)
+        raise
     return klass
 
 
