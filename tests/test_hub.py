@@ -4,13 +4,16 @@ An instructor and three students, each its own Unix user, set up by ``deploy/cou
 apply``; every step is nbgrader's own command run as that user: release, fetch, submit,
 collect, autograde, generate and release feedback, fetch feedback. One student forges a
 hand-in under a classmate's name and swaps a file in the classmate's submitted folder: both
-are quarantined and the classmate is graded on their own work. Then JupyterHub (with
-configurable-http-proxy) boots on loopback with deploy/jupyterhub_config.py and each role's
-server starts, as its user, with that role's extensions.
+are quarantined and the classmate is graded on their own work. The gradebook is a real
+PostgreSQL server (tests/postgres.py), the class list imported first, so the instructor grades
+the students in parallel processes. Then JupyterHub (with configurable-http-proxy) boots on
+loopback with deploy/jupyterhub_config.py and each role's server starts, as its user, with
+that role's extensions; the instructor's formgrader reads the PostgreSQL gradebook.
 """
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 import os
 import pwd
 import re
@@ -26,6 +29,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_helpers import answer_cells, fill_in
+from postgres import postgres  # noqa: F401  (the fixture)
 from unix_class import BIN, COURSE_ID, ROOT, UnixClass, make_class, remove_class
 
 pytestmark = pytest.mark.skipif(
@@ -50,11 +54,25 @@ def klass():
         remove_class(klass)
 
 
-def score(klass: UnixClass, student: str) -> float:
+@pytest.fixture(scope="module")
+def db_url(postgres) -> str:
+    return postgres("hub_course")
+
+
+def score(db_url: str, student: str) -> float:
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{klass.course() / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(db_url, COURSE_ID) as gradebook:
         return gradebook.find_submission(PS, student).score
+
+
+def import_roster(klass: UnixClass, db_url: str) -> None:
+    """The instructor imports the class list, as the LMS exports it, into the gradebook."""
+    roster = klass.home(klass.instructor) / "roster.csv"
+    roster.write_text("Username,First name,Last name,Email address\n" +
+                      "".join(f"{s},{s[-3:].title()},Student,{s}@example.org\n" for s in klass.students))
+    klass.as_user(klass.instructor, str(klass.bin / "python"), "-m", "course_grader.database", "roster",
+                  str(roster), cwd=klass.course(), env={"DB_URL": db_url})
 
 
 def test_apply_sets_the_permissions_a_class_needs(klass):
@@ -68,18 +86,18 @@ def test_apply_sets_the_permissions_a_class_needs(klass):
     assert student_config["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"] is False
 
 
-def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(klass):
+def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(klass, db_url):
     ada, bob, eve = klass.students
     course = klass.course()
     nbgrader = str(klass.bin / "nbgrader")
+
+    def instructor(*command: str, check: bool = True):
+        return klass.as_user(klass.instructor, nbgrader, *command, cwd=course, env={"DB_URL": db_url}, check=check)
+
     # The instructor imports the class list (an LMS's CSV), generates and releases ps01.
-    roster = klass.home(klass.instructor) / "roster.csv"
-    roster.write_text("Username,First name,Last name,Email address\n" +
-                      "".join(f"{s},{s[-3:].title()},Student,{s}@example.org\n" for s in klass.students))
-    klass.as_user(klass.instructor, str(klass.bin / "python"), "-m", "course_grader.database", "roster",
-                  str(roster), cwd=course)
-    klass.as_user(klass.instructor, nbgrader, "generate_assignment", PS, "--force", cwd=course)
-    klass.as_user(klass.instructor, nbgrader, "release_assignment", PS, cwd=course)
+    import_roster(klass, db_url)
+    instructor("generate_assignment", PS, "--force")
+    instructor("release_assignment", PS)
 
     source = nbformat.read(ROOT / "solutions" / PS / f"{PS}.ipynb", as_version=4)
     for student in klass.students:
@@ -104,7 +122,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     assert swap.returncode == 0, "nbgrader leaves submitted folders world-writable: the swap must work " \
         "for the test to prove collect catches it"
 
-    first = klass.as_user(klass.instructor, nbgrader, "collect", PS, cwd=course, check=False)
+    first = instructor("collect", PS, check=False)
     assert first.returncode != 0, "collect must not pass over a forged hand-in silently"
     report = first.stdout + first.stderr
     assert "is not owned by the student it names" in report and f"holds {PS}.ipynb, not {bob}'s own" in report
@@ -116,15 +134,18 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     # Bob hands in again; collect takes his latest genuine hand-in, still refusing the forgery.
     time.sleep(1.1)  # a later timestamp
     klass.as_user(bob, nbgrader, "submit", PS)
-    second = klass.as_user(klass.instructor, nbgrader, "collect", "--update", PS, cwd=course, check=False)
+    second = instructor("collect", "--update", PS, check=False)
     assert second.returncode != 0 and "is not owned by the student it names" in second.stdout + second.stderr
     collected = nbformat.read(course / "submitted" / bob / PS / f"{PS}.ipynb", as_version=4)
     assert answer_cells(collected)["best_step"].source == answer_cells(work[bob])["best_step"].source
 
-    klass.as_user(klass.instructor, nbgrader, "autograde", PS, cwd=course)
-    klass.as_user(klass.instructor, nbgrader, "generate_feedback", PS, cwd=course)
-    klass.as_user(klass.instructor, nbgrader, "release_feedback", PS, cwd=course)
-    scores = {student: score(klass, student) for student in klass.students}
+    # Every student already is in the gradebook (the roster): one grading process per student.
+    with ThreadPoolExecutor(len(klass.students)) as pool:
+        list(pool.map(lambda student: instructor("autograde", PS, "--student", student), klass.students))
+    instructor("generate_feedback", PS)
+    instructor("release_feedback", PS)
+    assert not (course / "gradebook.db").exists(), "nbgrader used the sqlite default, not DB_URL"
+    scores = {student: score(db_url, student) for student in klass.students}
     assert scores[bob] == 10 and 0 < scores[ada] < 10 and scores[eve] == 0, scores
 
     for student in klass.students:
@@ -164,7 +185,7 @@ def wait_for(check, what: str, seconds: float = 60):
 
 
 @pytest.fixture(scope="module")
-def hub(klass):
+def hub(klass, db_url):
     assert PROXY.exists(), "configurable-http-proxy is missing: run `make setup-instructor`"
     token, url = secrets.token_hex(16), f"http://127.0.0.1:{free_port()}"
     config = klass.base / "hub_config.py"
@@ -182,7 +203,7 @@ c.JupyterHub.load_roles = [{{"name": "course-test", "services": ["course-test"],
 """)
     env = {**os.environ, **klass.settings_env(), "AUTODIFF_HUB_URL": url, "AUTODIFF_PROXY": str(PROXY),
            "AUTODIFF_HUB_DB": f"sqlite:///{klass.base / 'jupyterhub.sqlite'}",
-           "AUTODIFF_HUB_SECRET": str(klass.base / "cookie_secret")}
+           "AUTODIFF_HUB_SECRET": str(klass.base / "cookie_secret"), "DB_URL": db_url}
     log = open(klass.base / "jupyterhub.log", "w")
     process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(config)], cwd=klass.base, env=env,
                                stdout=log, stderr=subprocess.STDOUT)
@@ -214,8 +235,9 @@ def page_config(html: str) -> dict:
                                 html, re.S)[1])
 
 
-def test_each_role_gets_its_server_and_its_extensions(klass, hub):
+def test_each_role_gets_its_server_and_its_extensions(klass, hub, db_url):
     url, token = hub
+    import_roster(klass, db_url)  # what the instructor's formgrader must find in the gradebook
     student = klass.students[0]
     for user in (klass.instructor, student):
         assert request(f"{url}/hub/api/users/{user}", token, "POST")[0] in (201, 409)
@@ -241,5 +263,8 @@ def test_each_role_gets_its_server_and_its_extensions(klass, hub):
     assert status == 200 and "formgrader" in html.lower()
     disabled = page_config(request(f"{url}/user/{klass.instructor}/lab", token)[1])["disabledExtensions"]
     assert not any(name.startswith("@jupyter/nbgrader") for name in disabled)
+    status, students = request(f"{url}/user/{klass.instructor}/formgrader/api/students", token)
+    assert status == 200 and set(klass.students) <= {s["id"] for s in json.loads(students)}, \
+        "the instructor's server does not read the hub's PostgreSQL gradebook"
     klass.transcript.append(f"hub: {student} has the assignment list only (formgrader 404); "
                             f"{klass.instructor} has the formgrader (200)")
