@@ -246,9 +246,11 @@ def test_each_role_gets_its_server_and_its_extensions(klass, hub, db_url):
         wait_for(lambda: json.loads(request(f"{url}/hub/api/users/{user}", token)[1])
                  .get("servers", {}).get("", {}).get("ready"), f"{user}'s server", seconds=90)
         uid = pwd.getpwnam(user).pw_uid
-        assert any("jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-                   for pid in klass.processes() if Path(f"/proc/{pid}").stat().st_uid == uid), \
-            f"{user}'s server does not run as {user}"
+        [server] = [pid for pid in klass.processes() if Path(f"/proc/{pid}").stat().st_uid == uid
+                    and "jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+        environment = Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
+        assert (f"DB_URL={db_url}".encode() in environment) == (user == klass.instructor), \
+            "the gradebook's URL (with its password) is for instructors' servers only"
         klass.transcript.append(f"hub: {user}'s server is ready, running as {user}")
 
     assignments = request(f"{url}/user/{student}/assignments?course_id={COURSE_ID}", token)
