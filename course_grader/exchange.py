@@ -61,7 +61,7 @@ class OwnerCheckedCollect(ExchangeCollect):
         return sorted(records, key=lambda r: (r["genuine"], r["timestamp"]), reverse=True)
 
     def copy_files(self):
-        pattern = f"*+{self.coursedir.assignment_id}+*"
+        pattern = f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"
         forged = [record for record in map(self._path_to_record, Path(self.inbound_path).glob(pattern))
                   if not record["genuine"]]
         self.src_records = [record for record in self.src_records if record["genuine"]]
@@ -75,7 +75,7 @@ class OwnerCheckedCollect(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         """Copy a genuine hand-in without what someone other than its student put in it."""
-        student = Path(src).name.split("+", 1)[0]
+        student = Path(src).name.rsplit("+", 3)[0]  # as nbgrader reads it: names may hold '+'
         foreign = foreign_entries(Path(src), uid_of(student))
         if not foreign:
             return super().do_copy(src, dest, log)
