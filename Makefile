@@ -23,19 +23,29 @@ unexport MPLBACKEND
 BASE_STAMP    := $(VENV)/.stamp-base
 ORACLE_STAMP  := $(VENV)/.stamp-oracles
 BROWSER_STAMP := $(VENV)/.stamp-browser
+INSTRUCTOR_STAMP := $(VENV)/.stamp-instructor
+# JupyterHub's proxy (deploy/), from npm, installed into this project-local folder.
+PROXY         := deploy/proxy/node_modules/.bin/configurable-http-proxy
+# The gradebook: one setting, DB_URL (default: the sqlite file gradebook.db), read by
+# nbgrader_config.py. `make release DB_URL=postgresql+psycopg://...` passes it to nbgrader.
+ifdef DB_URL
+export DB_URL
+endif
 JOBS          ?= 2
 # pip, quietly: drop the "Location ... is ignored" notes some pip configurations print.
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde \
+.PHONY: book test setup setup-test setup-browser setup-instructor venv-support graphviz chromium postgresql \
+        nodejs mathjax release roster autograde \
         configure lock dist publish instructor-only clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
 	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
-	@echo "make release, make autograde - instructor commands (see README)"
+	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
+	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
 	@echo "make configure REPO=owner/name [REF=tag] - retarget the course (course.toml)"
 	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
@@ -44,6 +54,7 @@ help:
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup $(ORACLE_STAMP)
 setup-browser: setup chromium $(BROWSER_STAMP)
+setup-instructor: setup postgresql $(INSTRUCTOR_STAMP) $(PROXY)
 
 # $(call apt_install,what,test command,Debian packages,how to install it without apt)
 define apt_install
@@ -75,6 +86,21 @@ chromium:
 	$(call apt_install,Chromium and chromedriver,command -v chromium && command -v chromedriver,chromium chromium-driver,\
 	  macOS: brew install --cask chromium chromedriver; Fedora: sudo dnf install chromium chromedriver)
 
+# The gradebook server for a team or a hub, and the server the tests start (tests/postgres.py).
+postgresql:
+	$(call apt_install,PostgreSQL (initdb and pg_ctl),ls /usr/lib/postgresql/*/bin/initdb,postgresql,\
+	  macOS: brew install postgresql; Fedora: sudo dnf install postgresql-server)
+
+nodejs:
+	$(call apt_install,Node.js and npm (for JupyterHub's proxy),command -v npm,nodejs npm,\
+	  macOS: brew install node; Fedora: sudo dnf install nodejs npm)
+
+# npm ci installs exactly deploy/proxy/package-lock.json.
+$(PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json | nodejs
+	@echo "==> set-up: installing configurable-http-proxy (npm ci in deploy/proxy)"
+	@cd deploy/proxy && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
+
 # MathJax is served from the built book (offline math, no CDN): copied once from the pinned
 # django-static-mathjax package (see tools/mathjax_assets.py).
 mathjax: $(BASE_STAMP)
@@ -96,6 +122,11 @@ $(ORACLE_STAMP): requirements-oracles.txt $(LOCK) $(BASE_STAMP)
 	@$(PIP) -r requirements-oracles.txt -c $(LOCK) $(QUIET_PIP)
 	@touch $@
 
+$(INSTRUCTOR_STAMP): requirements-instructor.txt $(LOCK) $(BASE_STAMP)
+	@echo "==> set-up: installing the instructor extra (psycopg, JupyterHub) from requirements-instructor.txt"
+	@$(PIP) -r requirements-instructor.txt -c $(LOCK) $(QUIET_PIP)
+	@touch $@
+
 $(BROWSER_STAMP): requirements-browser.txt $(LOCK) $(BASE_STAMP)
 	@echo "==> set-up: installing Selenium for the browser tests from requirements-browser.txt"
 	@$(PIP) -r requirements-browser.txt -c $(LOCK) $(QUIET_PIP)
@@ -107,7 +138,7 @@ book: setup
 	@time $(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "==> book: open _build/html/index.html"
 
-test: instructor-only setup-test
+test: instructor-only setup-test setup-instructor
 	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
 	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
@@ -125,6 +156,12 @@ release: instructor-only setup
 	    echo "    exercises/$$a had changes git has not committed: a copy is in backups/$$stamp/$$a/"; \
 	  fi; \
 	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+
+# The class list, from the LMS's CSV export, into the gradebook before any grading:
+#   make roster ROSTER=students.csv [DB_URL=...]
+roster: instructor-only setup
+	@test -n "$(ROSTER)" || { echo "usage: make roster ROSTER=<the LMS's class list as CSV> [DB_URL=...]"; exit 2; }
+	@$(PY) -m course_grader.database roster "$(ROSTER)"
 
 # One setting (course.toml) names the public repository, branch and release; every set-up
 # cell, launch button and README link is generated from it. Idempotent.
@@ -147,7 +184,8 @@ instructor-only:
 
 # One lock for every requirements file: exact versions of the whole stack, transitive ones
 # included. Run after changing any requirements*.txt; set-up then installs exactly this.
-LOCK_INPUTS := requirements.txt requirements-oracles.txt requirements-browser.txt benchmarks/requirements.txt
+LOCK_INPUTS := requirements.txt requirements-oracles.txt requirements-browser.txt benchmarks/requirements.txt \
+               requirements-instructor.txt
 # pip-compile pins what resolves on the Python it runs on: run it on the oldest supported one
 # (Python 3.11.x; a test checks every pin's Requires-Python against pyproject's floor).
 lock: venv-support

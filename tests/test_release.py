@@ -114,7 +114,7 @@ def test_setup_cell_prints_the_version(capsys):
 
 LOCK = ROOT / "requirements.lock"
 LOCK_INPUTS = ["requirements.txt", "requirements-oracles.txt", "requirements-browser.txt",
-               "benchmarks/requirements.txt"]
+               "benchmarks/requirements.txt", "requirements-instructor.txt"]
 
 
 def locked() -> dict[str, str]:
