@@ -71,3 +71,28 @@ def test_ps11_counts_are_exact_and_the_reverse_ratio_is_bounded():
         assert ops <= 5 * f_ops
         assert count_ops(reverse, x)[1] == ops, "counting is deterministic"
         assert len(gradient) == n
+
+
+def solved(assignment: str) -> dict:
+    """The namespace of an assignment's Tools and answer cells, solutions included."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    namespace: dict = {}
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code" and (meta.get("solution") or meta.get("grade_id") == "tools"):
+            exec(cell.source, namespace)
+    return namespace
+
+
+def test_ps10_closing_numbers_float64_agrees_to_rounding_float32_to_1e_7():
+    import torch  # an oracle of the test environment (make setup-test), as for grading ps10
+
+    ns = solved("ps10_pytorch_comparison")
+    params, X, y = ns["PARAMS"], ns["X"], ns["y"]
+    ours = ns["course_loss_and_grads"](params, X, y)[1]
+    assert ns["max_relative_difference"](ns["torch_loss_and_grads"](params, X, y)[1], ours) < 1e-15
+
+    single = {k: torch.tensor(v, dtype=torch.float32, requires_grad=True) for k, v in params.items()}
+    ns["mlp_loss"](single, torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)).backward()
+    float32 = {k: t.grad.numpy().astype(float) for k, t in single.items()}
+    assert 1e-8 < ns["max_relative_difference"](float32, ours) < 1e-6
