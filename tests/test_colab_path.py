@@ -33,12 +33,16 @@ import pytest
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
 from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
 from built_site import html_path
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
+# Assignments that compare with PyTorch cannot run without it: their Tools cell says what to install.
+NEEDS_PYTORCH = [p for p in STUDENT_NOTEBOOKS if p.parent.name == "ps10_pytorch_comparison"]
+WITHOUT_PYTORCH = [p for p in STUDENT_NOTEBOOKS if p not in NEEDS_PYTORCH]
 # Colab's preinstalled packages that the course uses. torch and jax carry the oracles' exact pins:
 # a looser torch spec can pull the multi-GB CUDA build.
 ORACLES = [req for line in (ROOT / "requirements-oracles.txt").read_text().splitlines()
@@ -172,12 +176,24 @@ def test_the_wheel_alone_runs_the_set_up_cell_and_prints_its_version(wheel_only,
     assert stdout.strip().splitlines()[-1] == f"course_lib {course_lib.__version__}"
 
 
-@pytest.mark.parametrize("path", STUDENT_NOTEBOOKS, ids=ids(STUDENT_NOTEBOOKS))
+@pytest.mark.parametrize("path", WITHOUT_PYTORCH, ids=ids(WITHOUT_PYTORCH))
 def test_student_notebook_passes_its_visible_tests_with_the_wheel_alone(wheel_only, path, tmp_path):
     source = nbformat.read(ROOT / "solutions" / path.parent.name / path.name, as_version=4)
     nb = run_like_colab(wheel_only, fill_in(nbformat.read(path, as_version=4), source, {}), path.name, tmp_path)
     for cell in after_setup(nb):
         assert not stderr_of(cell), f"stderr under {cell.source[:80]!r}:\n{stderr_of(cell)}"
+
+
+@pytest.mark.parametrize("path", NEEDS_PYTORCH, ids=ids(NEEDS_PYTORCH))
+def test_assignment_needing_pytorch_says_what_to_install_without_it(wheel_only, path, tmp_path):
+    """Without PyTorch such an assignment stops at its Tools cell with one clear sentence, never
+    with points for skipped tests."""
+    source = nbformat.read(ROOT / "solutions" / path.parent.name / path.name, as_version=4)
+    with pytest.raises(CellExecutionError) as stopped:
+        run_like_colab(wheel_only, fill_in(nbformat.read(path, as_version=4), source, {}), path.name, tmp_path)
+    assert stopped.value.ename == "ModuleNotFoundError", stopped.value
+    assert "pip install torch" in stopped.value.evalue, stopped.value.evalue
+    assert "def mlp_loss" in str(stopped.value), "it must stop at the Tools cell, before any part runs"
 
 
 OPTIONAL = [p for p in CHAPTERS if p.stem.startswith(("05_", "09_", "10_", "13_"))]

@@ -1,0 +1,111 @@
+"""Typical mistakes in ps09 (custom rules and Jacobians), for ``tests/test_assignments.py``.
+
+Each entry swaps the named answer cells of the solution for a mistaken version and says which
+test cells must then score zero and what their failing assert must tell the student. The test of
+part 2 builds the softplus node with a reference forward pass, and parts 4 and 5 use only the
+engine's own ops, so every mistake costs exactly its own part.
+"""
+
+MISTAKES = {
+    "softplus_overflows": {
+        "replace": {
+            "softplus": '''def softplus(x):
+    """log(1 + exp(x))."""
+    return record("softplus", np.log(1 + np.exp(x.data)), (x,))
+''',
+        },
+        "fails": {"test_softplus"},
+        "message": "overflows for x > 709",
+    },
+    "softplus_from_three_ops": {
+        # Correct values for moderate x, but three nodes (exp, add, log) instead of one op.
+        "replace": {
+            "softplus": '''def softplus(x):
+    """log(1 + exp(x))."""
+    return (x.exp() + 1.0).log()
+''',
+        },
+        "fails": {"test_softplus"},
+        "message": "make it one node",
+    },
+    "vjp_uses_out": {
+        "replace": {
+            "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """The gradient for x."""
+    return g * out
+''',
+        },
+        "fails": {"test_softplus_vjp"},
+        "message": "the rule of exp",
+    },
+    "vjp_ignores_g": {
+        "replace": {
+            "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """The gradient for x."""
+    return x.sigmoid()
+''',
+        },
+        "fails": {"test_softplus_vjp"},
+        "message": "multiply by the incoming gradient",
+    },
+    "vjp_in_numpy": {
+        # Right first derivative; the rule is a constant to the engine, so the second derivative is 0.
+        "replace": {
+            "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """The gradient for x."""
+    return g * (1.0 / (1.0 + np.exp(-x.data)))
+''',
+        },
+        "fails": {"test_softplus_vjp"},
+        "message": "write the rule with Tensor operations",
+    },
+    "hypot_without_unbroadcast": {
+        "replace": {
+            "hypot_vjps": '''def hypot_vjp_a(g, out, a, b):
+    """The gradient for a."""
+    return g * a / out
+
+
+def hypot_vjp_b(g, out, a, b):
+    """The gradient for b."""
+    return g * b / out
+''',
+        },
+        "fails": {"test_hypot_vjps"},
+        "message": "sum the broadcast copies with unbroadcast",
+    },
+    "one_vjp_with_ones": {
+        "replace": {
+            "jacobian_by_vjps": '''def jacobian_by_vjps(f, x):
+    """The Jacobian."""
+    y, vjp_fn = vjp(f, x)
+    return vjp_fn(np.ones(y.shape[0])).data
+''',
+        },
+        "fails": {"test_jacobian_by_vjps"},
+        "message": "row i needs its own VJP",
+    },
+    "vjps_stacked_as_columns": {
+        "replace": {
+            "jacobian_by_vjps": '''def jacobian_by_vjps(f, x):
+    """The Jacobian."""
+    y, vjp_fn = vjp(f, x)
+    m = y.shape[0]
+    return np.stack([vjp_fn(np.eye(m)[i]).data for i in range(m)], axis=1)
+''',
+        },
+        "fails": {"test_jacobian_by_vjps"},
+        "message": "the transpose",
+    },
+    "jvps_stacked_as_rows": {
+        "replace": {
+            "jacobian_by_jvps": '''def jacobian_by_jvps(f, x):
+    """The Jacobian."""
+    n = len(x)
+    return np.stack([jvp(f, x, np.eye(n)[j])[1].data for j in range(n)])
+''',
+        },
+        "fails": {"test_jacobian_by_jvps"},
+        "message": "the transpose: the Jacobian of f: R^n -> R^m has m rows",
+    },
+}

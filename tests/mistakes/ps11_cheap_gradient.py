@@ -1,0 +1,86 @@
+"""Typical mistakes in ps11 (the cheap-gradient ratio), for ``tests/test_assignments.py``.
+
+Each entry swaps the named answer cells of the solution for a mistaken version and says which
+test cells must then score zero and what their failing assert must tell the student. Costs are
+counted operations, so every verdict is exact; parts 4 and 5 are tested on reference gradient
+methods, so every mistake costs exactly its own part.
+"""
+
+MISTAKES = {
+    "forward_differences": {
+        # (f(x + h e_i) - f(x)) / h: n + 1 evaluations and an error of order h.
+        "replace": {
+            "gradient_by_differences": '''def gradient_by_differences(f, x, h=1e-5):
+    """Differences."""
+    base = f([Num(v) for v in x])
+    gradient = []
+    for i in range(len(x)):
+        up = [Num(v + h) if j == i else Num(v) for j, v in enumerate(x)]
+        gradient.append(((f(up) - base) / h).value)
+    return gradient
+''',
+        },
+        "fails": {"test_gradient_by_differences"},
+        "message": "that is forward differences",
+    },
+    "one_pass_all_tangents": {
+        # Seeds every input with tangent 1 in a single pass: the directional derivative along (1, ..., 1).
+        "replace": {
+            "gradient_by_forward_mode": '''def gradient_by_forward_mode(f, x):
+    """Forward mode."""
+    out = f([Dual(Num(v), Num(1.0)) for v in x])
+    return [out.tangent.value] * len(x)
+''',
+        },
+        "fails": {"test_gradient_by_forward_mode"},
+        "message": "seed one input at a time",
+    },
+    "reverse_once_per_input": {
+        # Right numbers, but n recordings and n sweeps: the cost grows with n like forward mode's.
+        "replace": {
+            "gradient_by_reverse_mode": '''def gradient_by_reverse_mode(f, x):
+    """Reverse mode."""
+    gradient = []
+    for i in range(len(x)):
+        leaves = [Var(Num(v)) for v in x]
+        backward(f(leaves))
+        gradient.append(leaves[i].grad.value)
+    return gradient
+''',
+        },
+        "fails": {"test_gradient_by_reverse_mode"},
+        "message": "do not repeat the passes once per input",
+    },
+    "ratio_inverted": {
+        "replace": {
+            "cost_ratio": '''def cost_ratio(method, f, x):
+    """Cost ratio."""
+    _, method_ops = count_ops(method, f, x)
+    _, f_ops = count_ops(f, [Num(v) for v in x])
+    return f_ops / method_ops if method_ops else 0.0
+''',
+        },
+        "fails": {"test_cost_ratio"},
+        "message": "the ratio is the method's cost divided by f's cost",
+    },
+    "bound_forgets_the_operation": {
+        "replace": {
+            "reverse_ratio_bound": '''def reverse_ratio_bound(costs):
+    """The bound."""
+    return max(local + 2 * parents for parents, local in costs.values())
+''',
+        },
+        "fails": {"test_reverse_ratio_bound"},
+        "message": "count the operation itself too",
+    },
+    "bound_one_operation_per_edge": {
+        "replace": {
+            "reverse_ratio_bound": '''def reverse_ratio_bound(costs):
+    """The bound."""
+    return max(1 + local + parents for parents, local in costs.values())
+''',
+        },
+        "fails": {"test_reverse_ratio_bound"},
+        "message": "each parent edge costs two operations",
+    },
+}
