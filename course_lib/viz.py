@@ -73,7 +73,7 @@ def draw_graph(
     nodes = evaluation_order(*roots) if explicit else _walk(roots, parents)
     if rankdir == "auto":
         rankdir = _narrower_layout(nodes, parents, ops_are_nodes=not explicit)
-    graph_attr = {"rankdir": rankdir, **({"size": size} if size else {}),
+    graph_attr = {"rankdir": rankdir, "ranksep": "0.3", "nodesep": "0.25", **({"size": size} if size else {}),
                   **({"label": title, "labelloc": "b", "fontsize": FONT_SIZE} if title else {})}
     dot = graphviz.Digraph(graph_attr=graph_attr, node_attr={"fontsize": FONT_SIZE})
     style = _Style(
