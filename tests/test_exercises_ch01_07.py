@@ -58,3 +58,33 @@ def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
     assert "is not written yet" in run(stub.source, check.source)
     verdict = run(code, check.source)
     assert verdict.startswith("✔") and "cases right" in verdict, verdict
+
+
+# ---- reading flow of chapters 1 to 7 (issue 14, item 5) ----------------------------------------
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_links_notation_ends_with_a_summary_and_keeps_plotting_out(path):
+    nb = nbformat.read(path, as_version=4)
+    text = markdown(nb)
+    assert "](notation.md)" in text, "link the notation page"
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert "Summary" in headings and headings.index("Summary") >= len(headings) - 3, headings
+    summary = text.split("## Summary", 1)[1]
+    assert "$" in summary, "the summary states the key formulas"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "hide-input" in code[0].metadata.get("tags", []), "the set-up cell is folded"
+    plotting = [c.source[:60] for c in code if re.search(r"\bplt\.|\bax\.|subplots\(", c.source)]
+    assert plotting == [], f"plotting code belongs in course_lib.figures: {plotting}"
+    figure_calls = [c.source for c in code if "figures." in c.source and "import" not in c.source
+                    and "use_course_style" not in c.source]
+    assert all(len(c.splitlines()) == 1 for c in figure_calls), "a figure cell shows one call"
+
+
+def test_the_post_order_argument_is_stated_once_and_referenced():
+    texts = {path.name[:2]: markdown(path) for path in CHAPTERS}
+    assert texts["06"].count("(post-order-proof)=") == 1
+    assert "Here is the argument, stated once for the whole course" in texts["06"]
+    for chapter in ("03", "04"):
+        assert "<post-order-proof>`" in texts[chapter], f"chapter {chapter} refers to the proof"
+        assert "closes a cycle" not in texts[chapter] and "close a cycle" not in texts[chapter]
