@@ -76,7 +76,7 @@ def test_frames_refuse_other_objects_and_display_one_by_one(monkeypatch):
     with pytest.raises(TypeError, match="takes a graph.Node or a scalar.Value, got float"):
         backward_steps(1.0)
     shown = []
-    monkeypatch.setattr("course_lib.figures.sweeps.display", shown.append)
+    monkeypatch.setattr("IPython.display.display", shown.append)
     Frames(["first", "second"])._ipython_display_()
     assert shown == ["first", "second"]
 

@@ -8,11 +8,9 @@ numbers in every frame are the engine's own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 
 from course_lib import graph
 from course_lib.graph import Node
@@ -25,6 +23,8 @@ class Frames(list):
     """A list of drawings that a notebook shows one below the other."""
 
     def _ipython_display_(self) -> None:
+        from IPython.display import display  # only IPython calls this, so only it needs IPython
+
         for frame in self:
             display(frame)
 
