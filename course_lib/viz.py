@@ -8,6 +8,13 @@
   one box per value and a small ellipse for the operation that produced it, as in
   micrograd's drawings. Array data and gradients are shown by their shape.
 
+Drawings are made to be read at the width of a book page: labels are set at 14 pt, larger
+than the body text once the page shows the SVG, and the graph is not shrunk to a fixed size.
+With ``rankdir="auto"`` a graph that is deeper than it is broad is laid out top to bottom,
+one that is broader than deep left to right, whichever keeps it narrow; each box stacks its
+fields vertically in either layout. ``highlight``, ``grads`` and ``title`` draw one frame of
+a sweep (see ``course_lib.figures.sweeps``).
+
 Node ids count up in the order the graph is walked, so the same graph gives the same
 SVG on every run. Graphs of more than ``max_nodes`` nodes are refused (graphviz would
 spend minutes laying out a drawing nobody can read); counting stops at the limit, so
@@ -16,7 +23,7 @@ the refusal is immediate however big the graph is.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -26,64 +33,116 @@ import numpy as np
 from course_lib.graph import evaluation_order, node_names
 from course_lib.toposort import postorder
 
+FONT_SIZE = "14"  # points; the book's body text is 12 pt (16 px)
+HIGHLIGHT = "#ffd27f"  # fill of the node a sweep is working on
+
 
 def draw_graph(
     root: Any,
-    rankdir: str = "LR",
-    size: str = "8,5",
+    rankdir: str = "auto",
+    size: str | None = None,
     order: Sequence[Any] | None = None,
     digits: int = 3,
     max_nodes: int = 200,
+    highlight: Collection[Any] = (),
+    grads: Mapping[int, float | None] | None = None,
+    title: str | None = None,
 ) -> graphviz.Digraph:
     """Draw ``root`` and everything it was computed from.
 
-    ``root`` may be one output or a list of outputs. ``order`` (for example the list a
-    sweep returns) numbers each node by its position in that list, to show the order in
-    which a sweep visits the nodes. ``size`` is graphviz's maximum size in inches, so
-    big graphs shrink to fit; ``digits`` sets the decimals shown. A graph of more than
+    ``root`` may be one output or a list of outputs. ``rankdir`` is ``"LR"``, ``"TB"`` or
+    ``"auto"`` (the narrower of the two). ``order`` (for example the list a sweep returns)
+    numbers each node by its position in that list, to show the order in which a sweep
+    visits the nodes. ``size`` is graphviz's maximum size in inches (big graphs shrink to
+    fit, and their labels with them: leave it unset for the book); ``digits`` sets the
+    decimals shown. ``highlight`` nodes are filled; ``grads`` (``id(node)`` -> number, or
+    None for "not computed yet") replaces the derivatives the nodes hold, for drawing one
+    moment of a sweep; ``title`` is printed under the graph. A graph of more than
     ``max_nodes`` values is refused with a ValueError.
     """
     roots = list(root) if isinstance(root, (list, tuple)) else [root]
-    parents = attrgetter("parent_nodes" if hasattr(roots[0], "parent_nodes") else "_parents")
-    if hasattr(roots[0], "parent_nodes") or hasattr(roots[0], "_parents"):
-        _check_size(roots, parents, max_nodes)
-    dot = graphviz.Digraph(graph_attr={"rankdir": rankdir, "size": size}, node_attr={"fontsize": "11"})
-    step = {id(node): k for k, node in enumerate(order or (), start=1)}
-    if hasattr(roots[0], "parent_nodes"):
-        _draw_explicit_graph(dot, roots, step, digits)
-    elif hasattr(roots[0], "_parents"):
-        _draw_value_graph(dot, roots, step, digits)
-    else:
+    explicit = hasattr(roots[0], "parent_nodes")
+    if not (explicit or hasattr(roots[0], "_parents")):
         raise TypeError(
             f"draw_graph() draws graph.Node, scalar.Value or Tensor objects, got {type(roots[0]).__name__}."
         )
+    if rankdir not in ("auto", "LR", "TB"):
+        raise ValueError(f"draw_graph(): rankdir must be 'auto', 'LR' or 'TB', got {rankdir!r}.")
+    parents = attrgetter("parent_nodes" if explicit else "_parents")
+    _check_size(roots, parents, max_nodes)
+    nodes = evaluation_order(*roots) if explicit else _walk(roots, parents)
+    if rankdir == "auto":
+        rankdir = _narrower_layout(nodes, parents, ops_are_nodes=not explicit)
+    graph_attr = {"rankdir": rankdir, "ranksep": "0.3", "nodesep": "0.25", **({"size": size} if size else {}),
+                  **({"label": title, "labelloc": "b", "fontsize": FONT_SIZE} if title else {})}
+    dot = graphviz.Digraph(graph_attr=graph_attr, node_attr={"fontsize": FONT_SIZE})
+    style = _Style(
+        step={id(node): k for k, node in enumerate(order or (), start=1)},
+        digits=digits, stacked=rankdir == "TB",
+        highlight={id(node) for node in highlight}, grads=grads,
+    )
+    if explicit:
+        _draw_explicit_graph(dot, nodes, style)
+    else:
+        _draw_value_graph(dot, nodes, style)
     return dot
 
 
-def _draw_explicit_graph(dot: graphviz.Digraph, roots: list, step: dict[int, int], digits: int) -> None:
-    nodes = evaluation_order(*roots)
+class _Style:
+    """How the boxes of one drawing are labelled and filled."""
+
+    def __init__(self, step: dict[int, int], digits: int, stacked: bool, highlight: set[int],
+                 grads: Mapping[int, float | None] | None) -> None:
+        self.step, self.digits, self.stacked, self.highlight, self.grads = step, digits, stacked, highlight, grads
+
+    def label(self, fields: list[str]) -> str:
+        """A record whose fields stack vertically (braces flip the orientation in a TB layout)."""
+        body = " | ".join(_escape(f) for f in fields)
+        return "{" + body + "}" if self.stacked else body
+
+    def grad(self, node: Any, held: Any) -> str:
+        if self.grads is None:
+            return _summary(held, self.digits)
+        value = self.grads.get(id(node))
+        return "?" if value is None else _summary(value, self.digits)
+
+    def fill(self, node: Any) -> dict[str, str]:
+        return {"style": "filled", "fillcolor": HIGHLIGHT} if id(node) in self.highlight else {}
+
+
+def _narrower_layout(nodes: list, parents: Any, ops_are_nodes: bool) -> str:
+    """"TB" when the graph has more levels than nodes on its broadest level, else "LR"."""
+    level: dict[int, int] = {}
+    for node in nodes:  # parents come before children in ``nodes``
+        step = 2 if ops_are_nodes and parents(node) else 1  # an op ellipse sits between levels
+        level[id(node)] = max((level[id(p)] + step for p in parents(node)), default=0)
+    depth = max(level.values()) + 1
+    breadth = max(list(level.values()).count(k) for k in set(level.values()))
+    return "TB" if depth > breadth else "LR"
+
+
+def _draw_explicit_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None:
     names = node_names(nodes)
     ids = {id(node): f"n{k}" for k, node in enumerate(nodes)}
     for node in nodes:
-        fields = [_step_prefix(step, node) + names[id(node)]]
+        fields = [_step_prefix(style.step, node) + names[id(node)]]
         if node.operator not in ("input", "const"):
             fields.append(node.operator)
-        fields += [f"value {_number(node.value, digits)}", f"∂ {_number(node.partial_derivative, digits)}"]
-        dot.node(ids[id(node)], "{" + " | ".join(_escape(f) for f in fields) + "}", shape="record")
+        fields += [f"value {_number(node.value, style.digits)}", f"∂ {style.grad(node, node.partial_derivative)}"]
+        dot.node(ids[id(node)], style.label(fields), shape="record", **style.fill(node))
         for parent in node.parent_nodes:
             dot.edge(ids[id(parent)], ids[id(node)])
 
 
-def _draw_value_graph(dot: graphviz.Digraph, roots: list, step: dict[int, int], digits: int) -> None:
-    nodes = _walk(roots, lambda v: v._parents)
+def _draw_value_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None:
     ids = {id(node): f"n{k}" for k, node in enumerate(nodes)}
     for node in nodes:
-        name = _step_prefix(step, node) + getattr(node, "label", "")
+        name = _step_prefix(style.step, node) + getattr(node, "label", "")
         fields = ([name] if name else []) + [
-            f"data {_summary(node.data, digits)}",
-            f"grad {_summary(node.grad, digits)}",
+            f"data {_summary(node.data, style.digits)}",
+            f"grad {style.grad(node, node.grad)}",
         ]
-        dot.node(ids[id(node)], "{" + " | ".join(_escape(f) for f in fields) + "}", shape="record")
+        dot.node(ids[id(node)], style.label(fields), shape="record", **style.fill(node))
         if node._op:
             op_id = ids[id(node)] + "_op"
             dot.node(op_id, _escape(node._op), shape="ellipse", width="0.3", height="0.3", margin="0.02")

@@ -271,7 +271,8 @@ def test_draw_graph_of_nodes_is_deterministic_and_annotated():
 
     *_, y = example()
     dot = draw_graph(y, size="6,4")
-    assert 'size="6,4"' in dot.source and "rankdir=LR" in dot.source
+    # 4 levels (inputs, v1-v3, v4, v5) and at most 3 nodes on one: top to bottom is narrower
+    assert 'size="6,4"' in dot.source and "rankdir=TB" in dot.source and "fontsize=14" in dot.source
     assert "{v2 | mul | value 10.000 | ∂ 0.000}" in dot.source
     assert "{x1 | value 2.000 | ∂ 0.000}" in dot.source
     assert [f"n{k} [" in dot.source for k in range(7)] == [True] * 7 and "n7 [" not in dot.source
@@ -289,6 +290,21 @@ def test_draw_graph_numbers_nodes_in_sweep_order_and_takes_several_outputs():
     assert "{1: v5 | sub | value 11.65 | ∂ 1.00}" in dot.source
     assert "{5: x1 | value 2.00 | ∂ 5.50}" in dot.source and "{7: x2 | value 5.00 | ∂ 1.72}" in dot.source
     assert "{v6 | mul | value -10.25 | ∂ 0.00}" in dot.source  # drawn, but not visited by the sweep
+
+
+def test_draw_graph_stacks_fields_in_both_layouts_and_draws_one_frame_of_a_sweep():
+    from course_lib.viz import draw_graph
+
+    x1, x2, v1, v2, v3, v4, y = example()
+    reverse(y)
+    wide = draw_graph(y, rankdir="LR").source
+    assert "rankdir=LR" in wide and '"x1 | value 2.000 | ∂ 5.500"' in wide  # no braces: vertical in LR
+    frame = draw_graph(y, highlight=[v2], grads={id(y): 1.0, id(v4): 1.0, id(v2): 1.0}, title="step 3").source
+    assert '"{v2 | mul | value 10.000 | ∂ 1.000}" fillcolor="#ffd27f" shape=record style=filled' in frame
+    assert "{x1 | value 2.000 | ∂ ?}" in frame and 'label="step 3"' in frame
+    assert frame.count("filled") == 1
+    with pytest.raises(ValueError, match="rankdir must be 'auto', 'LR' or 'TB', got 'BT'"):
+        draw_graph(y, rankdir="BT")
 
 
 def test_draw_graph_refuses_other_objects():

@@ -97,11 +97,35 @@ def test_notebook_prints_the_numbers(notebook, tag, expected):
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
-def test_notebook_counts_n_plus_1_and_2n_evaluations(notebook):
-    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$", printed(tagged(notebook, "ch01-counts")[:1]), re.M)
-    assert len(rows) >= 5
-    for n, forward, central, reverse in (map(int, row) for row in rows):
-        assert (forward, central, reverse) == (n + 1, 2 * n, 2)
+def test_notebook_counts_n_plus_1_and_2n_evaluations_and_a_constant_for_reverse_mode(notebook):
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s*$", printed(tagged(notebook, "ch01-counts")), re.M)
+    assert len(rows) == 9
+    for n, forward, central, reverse in rows:
+        assert (int(forward), int(central), reverse) == (int(n) + 1, 2 * int(n), "2.67")
+
+
+@pytest.mark.parametrize("n", [1, 7, 100])
+def test_reverse_mode_costs_eight_thirds_of_an_evaluation_of_g(n):
+    """Each cubic term is 9 operations with 15 operand edges (the sum's additions included):
+    one evaluation plus a sweep of 15/9 = 5/3 evaluations."""
+    from course_lib.toposort import postorder
+
+    leaves = [Value(X0) for _ in range(n)]
+    out = sum(f(leaf) for leaf in leaves)
+    nodes = postorder(out, lambda v: v._parents)
+    operations = sum(1 for v in nodes if v._parents)
+    products = sum(len(v._parents) for v in nodes)
+    assert (operations, products) == (9 * n, 15 * n)
+    assert 1 + products / operations == pytest.approx(8 / 3)
+
+
+def test_complex_step_has_no_cancellation(notebook):
+    text = printed(tagged(notebook, "ch01-complex"))
+    assert (f(complex(X0, 0.1)).imag / 0.1) == pytest.approx(-7.01, abs=1e-12)  # -7 - h**2
+    for h in (1e-8, 1e-20, 1e-200):
+        assert f(complex(X0, h)).imag / h == pytest.approx(-7.0, abs=1e-13)
+    assert "h =   1e-01: -7.010000000000005   error 1.0e-02" in text
+    assert text.count("error ") == 4 and all(float(e) < 1e-13 for e in re.findall(r"error (\S+)", text)[1:])
 
 
 def test_teaching_version_agrees_with_course_lib(notebook):

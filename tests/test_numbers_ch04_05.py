@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from course_lib import graph
 from course_lib.graph import Node, add, log, mul, sin, sub
 from course_lib.scalar import Value
-from notebook_text import shown, tagged
+from notebook_text import printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH04 = ROOT / "book" / "04_reverse_mode.ipynb"
@@ -229,3 +229,64 @@ def test_teaching_version_agrees_on_random_expressions(teaching_value, inputs, s
         return [leaf.grad for leaf in nodes[: len(inputs)]]
 
     assert run(teaching_value) == pytest.approx(run(Value), rel=1e-9, abs=1e-9)
+
+
+# ---- issue 14: frames, the BFS counterexample, the Jacobian, node nudging ---------------------
+
+
+def svg_captions(path: Path, tag: str) -> list[str]:
+    """The caption lines graphviz wrote into the SVG frames of the cell tagged ``tag``."""
+    import html
+
+    [cell] = tagged(path, tag)
+    texts = [re.findall(r"<text[^>]*>([^<]*)</text>", out.data["image/svg+xml"]) for out in cell.outputs]
+    return [" ".join(html.unescape(t) for t in frame if t.startswith(("step", "=")) or "+=" in t) for frame in texts]
+
+
+def test_ch04_frames_show_each_adjoint_with_its_sum():
+    captions = svg_captions(CH04, "ch04-frames")
+    assert len(captions) == 7
+    assert captions[4] == "step 5: adjoint of x1 = Σ child's adjoint × local derivative = 1.000 × 0.500 + 1.000 × 5.000 = 5.500"
+    assert captions[6].endswith(f"= 1.000 × 2.000 − 1.000 × {math.cos(5.0):.3f} = {2 - math.cos(5.0):.3f}")
+
+
+def test_ch04_breadth_first_order_gives_a_wrong_adjoint():
+    x = Node(1.0, "x")
+    out = mul(x, sin(add(x, 3.0)))
+    graph.reverse(out)
+    assert x.partial_derivative == pytest.approx(math.sin(4) + math.cos(4))
+    wrong = math.sin(4)  # x pulled only from f: g had not passed its share back yet
+    text = printed(tagged(CH04, "ch04-bfs"))
+    assert "breadth-first order: ['f', 'x', 's', 'g', '3']" in text
+    assert f"x̄ in that order: {wrong:.4f}" in text
+    assert f"x̄ from graph.reverse: {math.sin(4) + math.cos(4):.4f}" in text
+
+
+def test_ch04_jacobian_by_columns_equals_rows():
+    text = printed(tagged(CH04, "ch04-jacobian"))
+    assert "[[ 5.     2.   ]\n [-0.416  0.   ]\n [ 1.    10.   ]]" in text
+    assert round(math.cos(2.0), 3) == -0.416
+    assert "columns by forward sweeps == rows by reverse sweeps: True" in text
+
+
+def test_ch05_nudging_a_node_moves_L_by_its_adjoint():
+    text = printed(tagged(CH05, "ch05-nudge"))
+    adjoints = {"L": 1, "e": 2, "c": -2, "d": 6, "a": 4, "b": -11}
+    for name, adjoint in adjoints.items():
+        assert re.search(rf"nudge {name} by h: L moves by +{adjoint:.4f} h +adjoint +{adjoint}$", text, re.M), name
+    h = 0.1  # the exercise's claims: exact in c, d, e; 4 + 2h and -11 - 6h - h^2 in a and b
+    L = lambda a, b: b * ((a + b) * (a - b))  # noqa: E731
+    assert (L(1 + h, 2) - L(1, 2)) / h == pytest.approx(4 + 2 * h)
+    assert (L(1, 2 + h) - L(1, 2)) / h == pytest.approx(-11 - 6 * h - h * h)
+    assert (2.0 * 3.0 * (-1.0 + 0.01)) - (-6.0) == pytest.approx(0.06)
+
+
+def test_ch05_frames_list_what_each_backward_adds():
+    captions = svg_captions(CH05, "ch05-frames")
+    assert captions == [
+        "step 1: L._backward() with grad 1.000 e += 2.000, b += -3.000",
+        "step 2: e._backward() with grad 2.000 c += -2.000, d += 6.000",
+        "step 3: c._backward() with grad -2.000 a += -2.000, b += -2.000",
+        "step 4: d._backward() with grad 6.000 a += 6.000, (neg) += 6.000",
+        "step 5: (neg)._backward() with grad 6.000 b += -6.000",
+    ]

@@ -294,6 +294,30 @@ def test_ch07_rosenbrock(gradient_descent):
     assert f"distance to (1, 1) = {distance:.2e}" in shown(CH07)
 
 
+def rosenbrock_hessian(a, b):
+    return np.array([[2 - 400 * b + 1200 * a * a, -400 * a], [-400 * a, 200.0]])
+
+
+def test_ch07_rosenbrock_bound_is_local(gradient_descent):
+    low, high = np.linalg.eigvalsh(rosenbrock_hessian(1.0, 1.0))
+    start = np.linalg.eigvalsh(rosenbrock_hessian(-1.5, 2.0))[-1]
+    assert (round(low, 3), round(high, 1), round(2 / high, 5)) == (0.399, 1001.6, 0.002)
+    assert 1e-3 * start > 2 > 1e-3 * high  # unstable at the start, stable at the minimum
+    run = gradient_descent(lambda a, b: (1 - a) ** 2 + 100 * (b - a * a) ** 2, (-1.5, 2.0), lr=1e-3, steps=20_000)
+    over = [k for k, point in enumerate(run) if 1e-3 * np.linalg.eigvalsh(rosenbrock_hessian(*point))[-1] > 2]
+    assert over == [0]
+    far = gradient_descent(lambda a, b: (1 - a) ** 2 + 100 * (b - a * a) ** 2, (-3.0, 3.0), lr=1e-3, steps=100,
+                           box=1e6)
+    [cell] = tagged(CH07, "ch07-rosenbrock")
+    text = "".join(out.text for out in cell.outputs if out.output_type == "stream")
+    assert "Hessian eigenvalues at (1, 1): 0.399 and 1001.6; condition number 2,508" in text
+    assert "stable near the minimum for alpha < 2 / 1001.6 = 0.00200" in text
+    assert f"largest eigenvalue {start:.1f}, alpha times it = {1e-3 * start:.3f}" in text
+    assert "largest eigenvalue 2092.2, alpha times it = 2.092" in text
+    assert "steps taken where alpha times the largest eigenvalue exceeds 2: 1" in text
+    assert f"a coordinate exceeds 1e6 after {len(far) - 1} steps" in text and len(far) - 1 == 4
+
+
 def test_ch07_gradcheck_catches_a_wrong_backward_rule():
     def cube(v, wrong):
         out = Value(v.data**3, "", (v,), "cube")

@@ -1,0 +1,90 @@
+"""Exercises of chapters 1 to 7: at least three per chapter with a solution hidden in a dropdown,
+and a coding exercise whose check, run on the stub the reader sees, says "not written yet" and,
+run on the published solution, says every case is right."""
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from notebook_text import markdown, tagged
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("0[1-7]_*.ipynb"))
+EXERCISE = re.compile(r"^:::\{exercise\}\n:label: (\S+)\n", re.M)
+SOLUTION = re.compile(r"^:::\{solution\} (\S+)\n:class: dropdown\n(.*?)^:::$", re.M | re.S)
+
+
+def ids(paths):
+    return [p.name[:2] for p in paths]
+
+
+def run(*sources: str) -> str:
+    """What the sources print when run one after another in a fresh namespace."""
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for source in sources:
+            exec(source, namespace)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_every_exercise_has_a_hidden_solution(path):
+    text = markdown(path)
+    labels = EXERCISE.findall(text)
+    solved = dict(SOLUTION.findall(text))
+    chapter = int(path.name[:2])
+    assert len(labels) >= 3, f"{path.name} has {len(labels)} exercises, at least 3 wanted"
+    assert all(label.startswith(f"ch{chapter:02d}-") for label in labels), labels
+    assert len(set(labels)) == len(labels)
+    assert sorted(solved) == sorted(labels), "every exercise needs one solution (class dropdown) and no more"
+    assert "{dropdown}" not in text.split("## Check yourself")[1], "answers use {solution}, not bare dropdowns"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
+    nb = nbformat.read(path, as_version=4)
+    [stub] = tagged(nb, "exercise-stub")
+    [check] = tagged(nb, "exercise-check")
+    chapter = int(path.name[:2])
+    solution = dict(SOLUTION.findall(markdown(nb)))[f"ch{chapter:02d}-code"]
+    code = re.search(r"```python\n(.*?)```", solution, re.S).group(1)
+    shown = "".join(out.text for out in check.outputs if out.output_type == "stream")
+    assert "is not written yet" in shown, "the executed chapter shows the check run on the stub"
+    assert "is not written yet" in run(stub.source, check.source)
+    verdict = run(code, check.source)
+    assert verdict.startswith("✔") and "cases right" in verdict, verdict
+
+
+# ---- reading flow of chapters 1 to 7 (issue 14, item 5) ----------------------------------------
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_links_notation_ends_with_a_summary_and_keeps_plotting_out(path):
+    nb = nbformat.read(path, as_version=4)
+    text = markdown(nb)
+    assert "](notation.md)" in text, "link the notation page"
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert "Summary" in headings and headings.index("Summary") >= len(headings) - 3, headings
+    summary = text.split("## Summary", 1)[1]
+    assert "$" in summary, "the summary states the key formulas"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "hide-input" in code[0].metadata.get("tags", []), "the set-up cell is folded"
+    plotting = [c.source[:60] for c in code if re.search(r"\bplt\.|\bax\.|subplots\(", c.source)]
+    assert plotting == [], f"plotting code belongs in course_lib.figures: {plotting}"
+    figure_calls = [c.source for c in code if "figures." in c.source and "import" not in c.source
+                    and "use_course_style" not in c.source]
+    assert all(len(c.splitlines()) == 1 for c in figure_calls), "a figure cell shows one call"
+
+
+def test_the_post_order_argument_is_stated_once_and_referenced():
+    texts = {path.name[:2]: markdown(path) for path in CHAPTERS}
+    assert texts["06"].count("(post-order-proof)=") == 1
+    assert "Here is the argument, stated once for the whole course" in texts["06"]
+    for chapter in ("03", "04"):
+        assert "<post-order-proof>`" in texts[chapter], f"chapter {chapter} refers to the proof"
+        assert "closes a cycle" not in texts[chapter] and "close a cycle" not in texts[chapter]
