@@ -1,0 +1,1 @@
+"""Instructor tooling: sandboxed autograding of nbgrader hand-ins (not installed for students)."""
