@@ -137,7 +137,7 @@ configure: setup
 
 autograde: instructor-only setup
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
-	@$(PY) -m course_lib.grading submissions
+	@$(PY) -m course_grader.grading submissions
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbgrader_helpers import BIN, ROOT, answer_cells, fill_in, graded_cells, nbgrader, nbgrader_meta
 
-from course_lib.grading import ClassGrader, main
+from course_grader.grading import ClassGrader, main
 
 ASSIGNMENT = "ps01_finite_differences"
 
@@ -77,7 +77,7 @@ def graded_class(tmp_path_factory):
     grader = ClassGrader(course, timeout=10, log=lambda *a: None)
     outcomes = {o.student: o for o in grader.collect(inbox)}
     grader.grade(list(outcomes.values()))
-    grader.export()
+    grader.export(outcomes=list(outcomes.values()))
     return course, grader, outcomes, solved
 
 
