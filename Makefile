@@ -28,7 +28,7 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser venv-support graphviz chromium mathjax release autograde \
+.PHONY: book test setup setup-test setup-browser venv-support graphviz sandbox chromium mathjax release autograde \
         configure lock dist publish instructor-only clean help
 
 help:
@@ -42,7 +42,7 @@ help:
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
-setup-test: setup $(ORACLE_STAMP)
+setup-test: setup sandbox $(ORACLE_STAMP)
 setup-browser: setup chromium $(BROWSER_STAMP)
 
 # $(call apt_install,what,test command,Debian packages,how to install it without apt)
@@ -70,6 +70,11 @@ venv-support:
 graphviz:
 	$(call apt_install,graphviz (the 'dot' program),dot -V,graphviz,\
 	  macOS: brew install graphviz; Fedora: sudo dnf install graphviz; conda: conda install -c conda-forge graphviz)
+
+# Hand-ins run in a bubblewrap sandbox when graded (course_grader; README, "Security model").
+sandbox:
+	$(call apt_install,bubblewrap (the 'bwrap' sandbox for grading),bwrap --version,bubblewrap,\
+	  grading needs Linux; elsewhere pass --unsafe-no-sandbox to python -m course_grader.grading for trusted hand-ins only)
 
 chromium:
 	$(call apt_install,Chromium and chromedriver,command -v chromium && command -v chromedriver,chromium chromium-driver,\
@@ -135,9 +140,9 @@ configure: setup
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
-autograde: instructor-only setup
+autograde: instructor-only setup sandbox
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
-	@$(PY) -m course_grader.grading submissions
+	@$(PY) -m course_grader.grading submissions $(GRADE_FLAGS)
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:

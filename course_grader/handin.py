@@ -75,6 +75,7 @@ def grade_hand_in(source_nb, hand_in, release_dir: Path, sandbox: Sandbox, cell_
         cells = [c for c in part.cells if c["name"] not in skipped]
         result.notes += [f"not run: {skipped[c['name']]}" for c in part.cells if c["name"] in skipped]
         job = {"cells": cells, "cell_timeout": cell_timeout,
+               "references": part.references,
                "test": {"visible": part.visible, "hidden": part.hidden, "forbid": part.forbid}}
         with tempfile.TemporaryDirectory(prefix="grading-") as scratch:
             scratch = Path(scratch)

@@ -13,7 +13,8 @@ the first answer cell (so ``numpy.allclose = ...`` or a patched reference has no
 the recursion limit, ``sys.displayhook`` and the standard streams are reset. If answer code
 changes them again while the test runs, the part fails and says so. Functions the test cell
 names with a ``# grader: forbid <module>.<name>`` line may not be called while a student's
-function runs. An audit hook refuses tracing, garbage-collector introspection, ctypes,
+function runs; a ``# grader: reference <grade id> ...`` line runs those earlier answer cells'
+solutions just before the test, so the part is graded on its own and not on an earlier slip. An audit hook refuses tracing, garbage-collector introspection, ctypes,
 new processes and sockets while student code or the test runs.
 
 Run as ``python -I harness.py``; uses the standard library only (and whatever the cells import).
@@ -87,6 +88,11 @@ def main():
     changed = restore(before or snapshot(), trusted, namespace)
     if changed:
         emit(event="restored", names=changed[:20])
+    for cell in job.get("references", []):  # earlier parts' solutions: each part is graded on its own
+        outcome = run_cell(cell, namespace, timeout, on_alarm, student_mode, untrusted=False)
+        if outcome["status"] != "ok":
+            emit(event="setup-failed", cell=cell["name"], **outcome)
+            finish(channel)
     test = job["test"]
     guard_student_functions(namespace, trusted, test.get("forbid", []))
     trusted.update((k, v) for k, v in namespace.items() if k in trusted)

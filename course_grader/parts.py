@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
 FORBID = re.compile(r"^[ \t]*# grader: forbid ([\w.]+)[ \t]*$", re.M)
+REFERENCE = re.compile(r"^[ \t]*# grader: reference ([\w ]+?)[ \t]*$", re.M)
 
 
 def nbgrader_meta(cell) -> dict:
@@ -29,6 +30,7 @@ class Part:
     hidden: str
     forbid: list[str]
     cells: list[dict] = field(default_factory=list)   # what runs before the test, in notebook order
+    references: list[dict] = field(default_factory=list)  # solution cells run just before the test
 
 
 def split_test(source: str) -> tuple[str, str, list[str]]:
@@ -65,6 +67,7 @@ def parts(source_nb, hand_in) -> list[Part]:
     instructor = {split_test(c.source)[0].strip() if nbgrader_meta(c).get("grade") else c.source.strip()
                   for c in source_nb.cells if not nbgrader_meta(c).get("solution")}
     answers = student_blocks(hand_in, instructor)
+    solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")}
     cells: list[dict] = []
     found: list[Part] = []
     for k, cell in enumerate(source_nb.cells):
@@ -73,7 +76,10 @@ def parts(source_nb, hand_in) -> list[Part]:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and not meta.get("solution"):
             visible, hidden, forbid = split_test(cell.source)
-            found.append(Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid, list(cells)))
+            references = [{"name": f"reference {name}", "kind": "reference", "source": solutions[name]}
+                          for match in REFERENCE.findall(hidden) for name in match.split()]
+            found.append(Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid,
+                              list(cells), references))
         elif meta.get("solution"):
             cells.extend(answers.get(meta["grade_id"], []))
         else:
