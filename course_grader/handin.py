@@ -8,6 +8,7 @@ was graded is skipped in the later parts' processes, so one mistake is charged o
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import signal
 import tempfile
@@ -50,14 +51,15 @@ def _process_end(run, sandbox: Sandbox, where: str) -> str:
     return f"{where} ended the Python process itself (exit status {run.returncode}, e.g. os._exit or a crash)"
 
 
-def _events(run) -> list[dict]:
+def _events(run, nonce: str) -> list[dict]:
+    """The harness's events, in order; lines without the job's nonce are not the harness's."""
     events = []
     for line in run.result.decode("utf-8", "replace").splitlines():
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and isinstance(event.get("event"), str):
+        if isinstance(event, dict) and isinstance(event.get("event"), str) and event.get("nonce") == nonce:
             events.append(event)
     return events
 
@@ -74,7 +76,8 @@ def grade_hand_in(source_nb, hand_in, release_dir: Path, sandbox: Sandbox, cell_
         results.append(result)
         cells = [c for c in part.cells if c["name"] not in skipped]
         result.notes += [f"not run: {skipped[c['name']]}" for c in part.cells if c["name"] in skipped]
-        job = {"cells": cells, "cell_timeout": cell_timeout,
+        nonce = secrets.token_hex(16)
+        job = {"nonce": nonce, "cells": cells, "cell_timeout": cell_timeout,
                "references": part.references,
                "test": {"visible": part.visible, "hidden": part.hidden, "forbid": part.forbid}}
         with tempfile.TemporaryDirectory(prefix="grading-") as scratch:
@@ -84,7 +87,7 @@ def grade_hand_in(source_nb, hand_in, release_dir: Path, sandbox: Sandbox, cell_
                     shutil.copy(item, scratch / item.name)
             nbformat.write(hand_in, scratch / notebook_name)
             run = sandbox.run(job, scratch)
-        _interpret(part, result, _events(run), run, sandbox, skipped)
+        _interpret(part, result, _events(run, nonce), run, sandbox, skipped)
     return results
 
 

@@ -14,8 +14,10 @@ the recursion limit, ``sys.displayhook`` and the standard streams are reset. If 
 changes them again while the test runs, the part fails and says so. Functions the test cell
 names with a ``# grader: forbid <module>.<name>`` line may not be called while a student's
 function runs; a ``# grader: reference <grade id> ...`` line runs those earlier answer cells'
-solutions just before the test, so the part is graded on its own and not on an earlier slip. An audit hook refuses tracing, garbage-collector introspection, ctypes,
-new processes and sockets while student code or the test runs.
+solutions just before the test, so the part is graded on its own and not on an earlier slip. An audit hook refuses tracing, garbage-collector introspection, frame access
+from answer or test code, ctypes, new processes, signals and sockets while student code or the
+test runs. Every event the harness writes carries the job's nonce, which only the harness's
+own frames hold, so a verdict line written by answer code is ignored.
 
 Run as ``python -I harness.py``; uses the standard library only (and whatever the cells import).
 """
@@ -33,6 +35,9 @@ DENIED_EVENTS = ("sys.settrace", "sys.setprofile", "sys.addaudithook", "gc.get_o
                  "gc.get_referents", "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
                  "os.spawn", "subprocess.Popen", "os.kill", "os.killpg", "signal.pthread_kill",
                  "socket.connect", "socket.bind", "socket.sendto", "sys._current_frames")
+# Frames lead up to the harness's own (and its nonce): answer and test code may not hold one.
+FRAME_ATTRIBUTES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
+UNTRUSTED_FILES = ("<answer", "<extra", "<visible test", "<hidden test", "<string>")
 MAX_TEXT = 4000
 
 
@@ -49,15 +54,20 @@ def main():
     os.close(0)
     channel = os.fdopen(int(job["result_fd"]), "w", encoding="utf-8")
     os.set_inheritable(channel.fileno(), False)
+    nonce = job.pop("nonce")  # signs every event: a line forged by answer code lacks it
 
     def emit(**event):
-        channel.write(json.dumps(event) + "\n")
+        channel.write(json.dumps(dict(event, nonce=nonce)) + "\n")
         channel.flush()
 
     student_mode = [False]
 
     def audit(event, args):
-        if student_mode[0] and (event in DENIED_EVENTS or event.startswith("ctypes.")):
+        if not student_mode[0]:
+            return
+        if event in DENIED_EVENTS or event.startswith("ctypes.") or \
+                (event == "sys._getframe" and args[0].f_code.co_filename.startswith(UNTRUSTED_FILES)) or \
+                (event == "object.__getattr__" and args[1] in FRAME_ATTRIBUTES):
             raise PermissionError(f"not allowed while grading: {event}")
 
     sys.addaudithook(audit)
