@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import course_lib
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import PartResult, grade_hand_in
 from course_grader.parts import secret_lines
@@ -127,19 +128,20 @@ class ClassGrader:
 
         outcomes = []
         for path in sorted(Path(inbox).glob("*/*.ipynb")):
+            shown = Path(Path(inbox).name) / path.parent.name / path.name  # no grader paths in notes
             out = Outcome(student=path.parent.name, assignment=path.stem)
             outcomes.append(out)
             release = self.release_notebook(out.assignment)
             if release is None:
                 out.status = "unknown-assignment"
-                out.notes.append(f"{path}: no assignment called '{out.assignment}' in exercises/; "
+                out.notes.append(f"{shown}: no assignment called '{out.assignment}' in exercises/; "
                                  "rename the file to <assignment>.ipynb")
                 continue
             try:
                 nb = nbformat.read(path, as_version=4)
             except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
                 out.status = "unreadable"
-                out.notes.append(f"{path} is not a readable notebook ({type(error).__name__}: "
+                out.notes.append(f"{shown} is not a readable notebook ({type(error).__name__}: "
                                  f"{str(error).splitlines()[0][:120]}); ask the student to download "
                                  "it again (File > Download .ipynb) and hand it in anew")
                 continue
@@ -184,7 +186,8 @@ class ClassGrader:
             self.log(f"[{k}/{len(todo)}] {out.student}: grading {out.assignment}")
             name = f"{out.assignment}.ipynb"
             source = nbformat.read(self.course / "solutions" / out.assignment / name, as_version=4)
-            redact = Redactor(secret_lines(source), [self.course, Path(sys.prefix), Path(tempfile.gettempdir())])
+            redact = Redactor(secret_lines(source), [self.course, Path(sys.prefix), Path(tempfile.gettempdir()),
+                                                     Path(course_lib.__file__).resolve().parent.parent])
             try:
                 hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
                 results = grade_hand_in(source, hand_in, self.course / "exercises" / out.assignment, self.sandbox,

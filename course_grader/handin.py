@@ -42,8 +42,10 @@ def _process_end(run, sandbox: Sandbox, where: str) -> str:
     limits = sandbox.limits
     if run.timed_out:
         return f"{where} ran longer than {limits.wall_seconds:g} s and was stopped"
-    if run.returncode < 0:
-        name = _signal_name(run.returncode)
+    # bubblewrap reports a child killed by signal n as exit status 128 + n
+    signalled = -run.returncode if run.returncode < 0 else run.returncode - 128 if sandbox.isolated and run.returncode > 128 else 0
+    if signalled:
+        name = _signal_name(-signalled)
         reason = {"SIGSEGV": "crashed (segmentation fault)", "SIGXCPU": f"used more than {limits.cpu_seconds} s of CPU time",
                   "SIGXFSZ": f"wrote a file larger than {limits.file_bytes // 1024**2} MB",
                   "SIGKILL": "was killed (memory or time limit)", "SIGABRT": "aborted (out of memory?)"}.get(name, f"was ended by {name}")
