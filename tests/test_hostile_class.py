@@ -60,7 +60,8 @@ def attack(places: dict, port: int, grader_pid: int) -> dict[str, tuple[str, dic
         "delete_classmates": (prelude + f"shutil.rmtree({course!r} + '/submitted/alice', ignore_errors=True)\n"
                               f"shutil.rmtree({course!r} + '/submissions/alice', ignore_errors=True)\n", zero),
         "plant_in_course_lib": (prelude + "import course_lib\nplant('lib')\n"
-                                "open(os.path.join(os.path.dirname(course_lib.__file__), %r), 'w')\n" % SENTINEL, zero),
+                                "open(os.path.join(os.path.dirname(course_lib.__file__), %r), 'w')\n" % SENTINEL,
+                                dict.fromkeys(PARTS, 0.0)),  # the refused write stops each cell: nothing defined
         "daemon": (prelude + f"try:\n    subprocess.Popen(['sleep', '600', {PROCESS_MARK!r}], start_new_session=True)\n"
                    "except Exception as e:\n    print(e)\ntry:\n    if os.fork() == 0:\n"
                    f"        import time; time.sleep(5); plant('daemon'); os._exit(0)\nexcept Exception as e:\n    print(e)\n", zero),
