@@ -89,10 +89,17 @@ def parts(source_nb, hand_in) -> list[Part]:
 
 
 def secret_lines(source_nb, minimum: int = 8) -> set[str]:
-    """Stripped lines of the solutions and hidden tests that never stand in a visible place."""
-    inside, outside = set(), set()
+    """Stripped lines of the solutions and hidden tests that never stand in a visible place.
+
+    A line that a test quotes inside a longer line, such as a teaching message naming
+    ``optimiser.zero_grad()``, is a hint the instructor chose to give, and is not counted."""
+    inside, outside, tests = set(), set(), []
     for cell in source_nb.cells:
         for match in SECRET.finditer(cell.source):
             inside |= {line.strip() for line in match.group(2).splitlines()}
         outside |= {line.strip() for line in SECRET.sub("", cell.source).splitlines()}
-    return {line for line in inside - outside if len(line) >= minimum}
+        if nbgrader_meta(cell).get("grade"):
+            tests.append(cell.source)
+    test_lines = [line.strip() for test in tests for line in test.splitlines()]
+    quoted = {line for line in inside if any(line in other and line != other for other in test_lines)}
+    return {line for line in inside - outside - quoted if len(line) >= minimum}
