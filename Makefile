@@ -36,7 +36,7 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser setup-instructor venv-support graphviz chromium postgresql \
+.PHONY: book test setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
         nodejs mathjax release roster autograde \
         configure lock dist publish instructor-only clean help
 
@@ -52,7 +52,7 @@ help:
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
-setup-test: setup $(ORACLE_STAMP)
+setup-test: setup sandbox $(ORACLE_STAMP)
 setup-browser: setup chromium $(BROWSER_STAMP)
 setup-instructor: setup postgresql $(INSTRUCTOR_STAMP) $(PROXY)
 
@@ -81,6 +81,11 @@ venv-support:
 graphviz:
 	$(call apt_install,graphviz (the 'dot' program),dot -V,graphviz,\
 	  macOS: brew install graphviz; Fedora: sudo dnf install graphviz; conda: conda install -c conda-forge graphviz)
+
+# Hand-ins run in a bubblewrap sandbox when graded (course_grader; README, "Security model").
+sandbox:
+	$(call apt_install,bubblewrap (the 'bwrap' sandbox for grading),bwrap --version,bubblewrap,\
+	  grading needs Linux; elsewhere pass --unsafe-no-sandbox to python -m course_grader.grading for trusted hand-ins only)
 
 chromium:
 	$(call apt_install,Chromium and chromedriver,command -v chromium && command -v chromedriver,chromium chromium-driver,\
@@ -172,9 +177,9 @@ configure: setup
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
-autograde: instructor-only setup
+autograde: instructor-only setup sandbox
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
-	@$(PY) -m course_lib.grading submissions
+	@$(PY) -m course_grader.grading submissions $(GRADE_FLAGS)
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:

@@ -7,6 +7,8 @@ import pytest
 
 # The maintainer scripts in tools/ (course identity, publishing, MathJax) are imported by tests.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+# The instructor's grading package (course_grader/) is not installed: it is imported from the root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from built_site import built_book  # noqa: E402
 

@@ -2,7 +2,8 @@
 
 For each assignment a throw-away course folder is made with the repository's
 ``nbgrader_config.py`` and the source notebook; there nbgrader generates the student
-version and autogrades a small class of crafted submissions in one run:
+version and ``course_grader`` (what ``make autograde`` runs: each part in a sandboxed
+process) grades a small class of crafted submissions in one run:
 
 - ``solution``: the student version with every answer cell filled in from the source;
 - ``untouched``: the student version exactly as released;
@@ -10,8 +11,7 @@ version and autogrades a small class of crafted submissions in one run:
   (``tests/mistakes/<assignment>.py``) swapped in;
 - ``loop``: the solution whose first answer cell starts with an endless loop.
 
-Scores are read through nbgrader's Python API: its command line exits 0 even when
-grading goes wrong.
+Scores are read back from nbgrader's gradebook, where the grader records them.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_mistakes, nbgrader
+
+from course_grader.grading import ClassGrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 # Short enough to keep the suite quick, long enough for every honest cell in the course.
@@ -53,11 +55,12 @@ class GradedCourse:
         for mistake, spec in self.mistakes.items():
             submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
         for student, nb in submissions.items():
-            folder = self.root / "submitted" / student / assignment
+            folder = self.root / "submissions" / student
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / name)
 
-        nbgrader("autograde", assignment, f"--Execute.timeout={GRADING_TIMEOUT}", cwd=self.root)
+        self.grader = ClassGrader(self.root, timeout=GRADING_TIMEOUT, log=lambda *a: None)
+        self.grader.grade(self.grader.collect(self.root / "submissions"))
 
     def scores(self, student: str) -> tuple[float, float, dict[str, float]]:
         from nbgrader.api import Gradebook
@@ -68,9 +71,9 @@ class GradedCourse:
             parts = {grade.name: grade.score for grade in notebook.grades}
             return submission.score, submission.max_score, parts
 
-    def autograded(self, student: str) -> nbformat.NotebookNode:
-        path = self.root / "autograded" / student / self.assignment / f"{self.assignment}.ipynb"
-        return nbformat.read(path, as_version=4)
+    def feedback(self, student: str) -> dict[str, str]:
+        """Each part's feedback message, as the student reads it."""
+        return {r.grade_id: r.message for r in self.grader.results[(student, self.assignment)]}
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
@@ -138,9 +141,7 @@ def test_typical_mistakes_score_partial_credit(course):
         assert 0 < score < max_score, f"{mistake}: {score}/{max_score} is not partial credit ({parts})"
         failed = {name for name, points in parts.items() if points == 0}
         assert failed == set(spec["fails"]), f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
-        graded = graded_cells(course.autograded(student))
-        shown = "".join(str(out.get("evalue", "")) + "".join(out.get("traceback", []))
-                        for grade_id in spec["fails"] for out in graded[grade_id].outputs)
+        shown = "".join(course.feedback(student)[grade_id] for grade_id in spec["fails"])
         assert spec["message"] in shown, \
             f"{mistake}: the failing test should tell the student '{spec['message']}', it showed: {shown[:500]}"
 

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbgrader_helpers import BIN, ROOT, answer_cells, fill_in, graded_cells, nbgrader, nbgrader_meta
 
-from course_lib.grading import ClassGrader, main
+from course_grader.grading import ClassGrader, main
 
 ASSIGNMENT = "ps01_finite_differences"
 
@@ -77,7 +77,7 @@ def graded_class(tmp_path_factory):
     grader = ClassGrader(course, timeout=10, log=lambda *a: None)
     outcomes = {o.student: o for o in grader.collect(inbox)}
     grader.grade(list(outcomes.values()))
-    grader.export()
+    grader.export(outcomes=list(outcomes.values()))
     return course, grader, outcomes, solved
 
 
@@ -186,3 +186,19 @@ def test_make_release_keeps_a_copy_of_work_it_would_replace(tmp_path):
     assert "a copy is in" not in release(), "nothing to keep when exercises/ matches the commit"
     status = subprocess.run(["git", "status", "--porcelain"], cwd=course, capture_output=True, text=True).stdout
     assert status == "", f"make release left changes beside the git-ignored backups/ and gradebook: {status}"
+
+
+def test_grading_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
+    (tmp_path / "submissions").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path))          # no bwrap on this PATH
+    assert main([str(tmp_path / "submissions"), "--course", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "bubblewrap (bwrap) is not installed" in out and "--unsafe-no-sandbox" in out
+    assert ClassGrader(tmp_path, unsafe=True).sandbox.description.startswith("NO SANDBOX")
+
+
+def test_course_lib_carries_no_grading_code():
+    assert not (ROOT / "course_lib" / "grading.py").exists()
+    for path in (ROOT / "course_lib").rglob("*.py"):
+        text = path.read_text()
+        assert "nbgrader" not in text and "course_grader" not in text, path

@@ -211,6 +211,9 @@ def test_public_tree_holds_the_student_material_only(public):
                    "gradebook.db", "submitted", "autograded", "feedback", "submissions", "backups"]:
         assert not (public / secret).exists(), f"{secret} must stay in the instructor's repository"
     assert not list(public.rglob("*.db")) and not list(public.rglob("__pycache__"))
+    assert not (public / "benchmarks" / "sandbox.py").exists(), "the grading benchmark needs course_grader"
+    assert not any("course_grader" in p.read_text(errors="replace") or "nbgrader" in p.read_text(errors="replace")
+                   for p in (public / "course_lib").rglob("*.py")), "course_lib carries no grading code"
     assert "students' copy" in (public / "README.md").read_text()
 
 
@@ -268,6 +271,7 @@ def test_newcomer_make_book_and_make_dist_in_the_public_tree(public):
     [wheel] = list((public / "dist").glob("course_lib-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert all(n.startswith(("course_lib/", "course_lib-")) for n in names), names
+    assert not any("grading" in n or "course_grader" in n for n in names), names
     proc = make("test", cwd=public)
     assert proc.returncode != 0 and "students' copy" in proc.stdout + proc.stderr
     for path in sorted(public.rglob("*.ipynb")):

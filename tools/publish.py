@@ -30,6 +30,8 @@ PUBLIC = ["book", "exercises", "course_lib", "benchmarks", "tools/mathjax_assets
           "_config.yml", "_toc.yml", "course.toml", "pyproject.toml", "MANIFEST.in", "Makefile",
           ".gitignore", "requirements.txt", "requirements.lock", "requirements-oracles.txt",
           "requirements-browser.txt", "LICENSE"]
+# Instructor tooling inside a public folder: it needs course_grader, which stays private.
+PRIVATE = {"benchmarks/sandbox.py"}
 STUDENT_README = ROOT / "tools" / "README.student.md"
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
 
@@ -106,13 +108,14 @@ def public_files(root: Path = ROOT) -> list[str]:
     """The files under PUBLIC: those git tracks, or every file outside a git checkout."""
     listing = subprocess.run(["git", "ls-files", "-z", "--", *PUBLIC], cwd=root, capture_output=True, text=True)
     if listing.returncode == 0:
-        return [name for name in listing.stdout.split("\0") if name and (root / name).is_file()]
+        return [name for name in listing.stdout.split("\0") if name and (root / name).is_file() and name not in PRIVATE]
     found = []
     for name in PUBLIC:
         path = root / name
         candidates = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
         found += [str(p.relative_to(root)) for p in candidates if p.is_file() and not
-                  {"__pycache__", ".ipynb_checkpoints"} & set(p.parts) and p.suffix != ".pyc"]
+                  {"__pycache__", ".ipynb_checkpoints"} & set(p.parts) and p.suffix != ".pyc"
+                  and str(p.relative_to(root)) not in PRIVATE]
     return found
 
 

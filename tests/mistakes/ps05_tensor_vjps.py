@@ -15,7 +15,7 @@ MISTAKES = {
     return g @ B, A.T @ g
 ''',
         },
-        "fails": {"test_matmul_vjp", "test_linear_classifier"},
+        "fails": {"test_matmul_vjp"},  # each part graded on its own (# grader: reference)
         "message": "did you compute g @ B instead of g @ B.T?",
     },
     "matmul_factors_swapped": {
@@ -26,7 +26,7 @@ MISTAKES = {
     return g @ B.T, g.T @ A
 ''',
         },
-        "fails": {"test_matmul_vjp", "test_linear_classifier"},
+        "fails": {"test_matmul_vjp"},  # each part graded on its own (# grader: reference)
         "message": "gB must have B's shape",
     },
     "unbroadcast_forgets_size1_axes": {
@@ -38,7 +38,7 @@ MISTAKES = {
     return grad.sum(axis=tuple(range(lead)))
 ''',
         },
-        "fails": {"test_unbroadcast", "test_mul_vjp"},
+        "fails": {"test_unbroadcast"},  # each part graded on its own (# grader: reference)
         "message": "with keepdims=True",
     },
     "unbroadcast_without_keepdims": {
@@ -51,7 +51,7 @@ MISTAKES = {
     return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1))
 ''',
         },
-        "fails": {"test_unbroadcast", "test_mul_vjp"},
+        "fails": {"test_unbroadcast"},  # each part graded on its own (# grader: reference)
         "message": "keepdims=True",
     },
     "mul_vjp_without_unbroadcast": {
@@ -95,7 +95,7 @@ MISTAKES = {
     return float(loss), dlogits
 ''',
         },
-        "fails": {"test_softmax_cross_entropy", "test_linear_classifier"},
+        "fails": {"test_softmax_cross_entropy"},  # each part graded on its own (# grader: reference)
         "message": "divide by the batch size N",
     },
 }

@@ -1,8 +1,8 @@
-"""Grade a class's hand-ins with nbgrader: the instructor's side of the course.
+"""Grade a class's hand-ins: the instructor's side of the course (``make autograde``).
 
 Run from the course root (the folder with ``nbgrader_config.py``)::
 
-    python -m course_lib.grading submissions/        # or: make autograde
+    python -m course_grader.grading submissions/        # or: make autograde
 
 ``submissions/`` holds one folder per student with their notebooks, named after the
 assignment, as an LMS export looks once unzipped::
@@ -10,25 +10,32 @@ assignment, as an LMS export looks once unzipped::
     submissions/<student>/<assignment>.ipynb
 
 Each hand-in is checked, repaired where a notebook editor damaged it (Colab may drop the
-nbgrader cell metadata; students reorder cells), copied into nbgrader's ``submitted/``,
-autograded, given feedback, and finally every grade goes to ``grades.csv``. Nothing already
-graded is overwritten, one broken hand-in never stops the batch, and a summary lists what
-needs a human.
-
-This module needs the instructor stack (``requirements.txt``: nbgrader, nbformat); students
-never import it, so it is not a dependency of ``course_lib``.
+nbgrader cell metadata; students reorder cells) and copied into nbgrader's ``submitted/``.
+Then every graded part runs in its own sandboxed process (:mod:`course_grader.sandbox`,
+:mod:`course_grader.harness`) on the tests of the instructor's source notebook; the points
+go to nbgrader's gradebook, feedback to ``feedback/`` and every grade to ``grades.csv``.
+Nothing already graded is overwritten, one broken hand-in never stops the batch, and a
+summary lists what needs a human. Security model: README, "Security model".
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+import course_lib
+from course_grader.feedback import Redactor, part_line, write_html
+from course_grader.handin import PartResult, grade_hand_in
+from course_grader.parts import secret_lines
+from course_grader.sandbox import Limits, Sandbox, SandboxMissing
 
 
 @dataclass
@@ -88,16 +95,20 @@ def _restore_order(nb, release) -> bool:
 
 
 class ClassGrader:
-    """Collect, autograde, give feedback and export grades for one course folder."""
+    """Collect, grade in the sandbox, give feedback and export grades for one course folder."""
 
-    def __init__(self, course: Path | str = ".", timeout: int | None = None, log=print):
+    def __init__(self, course: Path | str = ".", timeout: float | None = None, log=print,
+                 unsafe: bool = False, limits: Limits | None = None):
         self.course = Path(course).resolve()
-        self.timeout = timeout
+        self.timeout = timeout or 60
         self.log = log
+        self.sandbox = Sandbox(limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30)),
+                               unsafe=unsafe)
         bin_dir = Path(sys.executable).parent
         # nbgrader shells out to alembic, which lives next to the running Python.
         self.env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
         self.nbgrader = [sys.executable, "-m", "nbgrader"]
+        self.results: dict[tuple[str, str], list[PartResult]] = {}
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*self.nbgrader, *args], cwd=self.course, env=self.env,
@@ -117,19 +128,20 @@ class ClassGrader:
 
         outcomes = []
         for path in sorted(Path(inbox).glob("*/*.ipynb")):
+            shown = Path(Path(inbox).name) / path.parent.name / path.name  # no grader paths in notes
             out = Outcome(student=path.parent.name, assignment=path.stem)
             outcomes.append(out)
             release = self.release_notebook(out.assignment)
             if release is None:
                 out.status = "unknown-assignment"
-                out.notes.append(f"{path}: no assignment called '{out.assignment}' in exercises/; "
+                out.notes.append(f"{shown}: no assignment called '{out.assignment}' in exercises/; "
                                  "rename the file to <assignment>.ipynb")
                 continue
             try:
                 nb = nbformat.read(path, as_version=4)
             except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
                 out.status = "unreadable"
-                out.notes.append(f"{path} is not a readable notebook ({type(error).__name__}: "
+                out.notes.append(f"{shown} is not a readable notebook ({type(error).__name__}: "
                                  f"{str(error).splitlines()[0][:120]}); ask the student to download "
                                  "it again (File > Download .ipynb) and hand it in anew")
                 continue
@@ -164,46 +176,108 @@ class ClassGrader:
         target.write_text(text)
         out.status = "copied"
 
-    # 2. autograde and feedback ---------------------------------------------------------
+    # 2. grade and feedback ------------------------------------------------------------
     def grade(self, outcomes: list[Outcome], regrade: bool = False) -> None:
+        import nbformat
+
         todo = [o for o in outcomes if o.status == "copied" or (regrade and o.status == "unchanged")
-                or (o.status == "unchanged" and not (self.course / "autograded" / o.student / o.assignment).exists())]
+                or (o.status == "unchanged" and not self._graded_dir(o).exists())]
         for k, out in enumerate(todo, 1):
             self.log(f"[{k}/{len(todo)}] {out.student}: grading {out.assignment}")
-            args = ["autograde", out.assignment, f"--student={out.student}"]
-            if regrade:
-                args.append("--force")
-            if self.timeout:
-                args.append(f"--Execute.timeout={self.timeout}")
-            proc = self.run(*args)
-            scores = self.score(out.student, out.assignment)
-            if proc.returncode != 0 or scores is None:
+            name = f"{out.assignment}.ipynb"
+            source = nbformat.read(self.course / "solutions" / out.assignment / name, as_version=4)
+            redact = Redactor(secret_lines(source), [self.course, Path(sys.prefix), Path(tempfile.gettempdir()),
+                                                     Path(course_lib.__file__).resolve().parent.parent])
+            try:
+                hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
+                results = grade_hand_in(source, hand_in, self.course / "exercises" / out.assignment, self.sandbox,
+                                        self.timeout, name)
+            except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
                 out.status = "failed"
-                out.notes.append("nbgrader could not grade it: " + _last_error(proc.stderr))
+                out.notes.append(redact(f"the notebook could not be graded ({type(error).__name__}: "
+                                        f"{str(error)[:200]}); check it by hand or ask for a new hand-in"))
                 continue
-            out.score, out.max_score = scores
+            for r in results:
+                r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
+            try:
+                self._record(out, results)
+            except Exception as error:  # noqa: BLE001 - one hand-in's failure never stops the batch
+                out.status = "failed"
+                out.notes.append(f"could not record the grades: {type(error).__name__}: {error}")
+                continue
+            out.score, out.max_score = sum(r.points for r in results), sum(r.max_points for r in results)
             out.status = "graded"
+            self.results[(out.student, out.assignment)] = results
+            self._write_feedback(out, hand_in, results)
             self.log(f"        score {out.score:g}/{out.max_score:g}")
-            feedback = self.run("generate_feedback", out.assignment, f"--student={out.student}", "--force")
-            if feedback.returncode != 0:
-                out.notes.append("no feedback generated: " + _last_error(feedback.stderr))
+        for out in outcomes:
+            if out.status in ("unreadable", "failed"):
+                write_html(self._feedback_file(out), out.student, out.assignment, [], problem=out.notes[0])
+
+    def _graded_dir(self, out: Outcome) -> Path:
+        return self.course / "autograded" / out.student / out.assignment
+
+    def _feedback_file(self, out: Outcome) -> Path:
+        return self.course / "feedback" / out.student / out.assignment / f"{out.assignment}.html"
+
+    def _record(self, out: Outcome, results: list[PartResult]) -> None:
+        """Write the points into nbgrader's gradebook (the grader's own process, never the sandbox)."""
+        import warnings
+
+        from nbgrader.api import Gradebook, MissingEntry
+        from sqlalchemy.exc import SAWarning
+
+        with Gradebook(self.db_url) as gb, warnings.catch_warnings():
+            # nbgrader's add_submission builds its rows before adding them to the session (as
+            # its own autograde does); SQLAlchemy's autoflush notes that, harmlessly.
+            warnings.simplefilter("ignore", SAWarning)
+            gb.update_or_create_student(out.student)
+            try:
+                gb.remove_submission(out.assignment, out.student)
+            except MissingEntry:
+                pass
+            submission = gb.add_submission(out.assignment, out.student)
+            points = {r.grade_id: r.points for r in results}
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.name in points:
+                        grade.auto_score = points[grade.name]
+                        grade.needs_manual_grade = False
+            gb.db.commit()
+
+    def _write_feedback(self, out: Outcome, hand_in, results: list[PartResult]) -> None:
+        """The HTML feedback, and the hand-in with each test cell's result as its output."""
+        import nbformat
+
+        write_html(self._feedback_file(out), out.student, out.assignment, results)
+        by_id = {r.grade_id: r for r in results}
+        graded = nbformat.from_dict(json.loads(json.dumps(hand_in)))
+        for cell in graded.cells:
+            result = by_id.get(_nbgrader_meta(cell).get("grade_id"))
+            if result is not None and cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=part_line(result) + "\n")]
+        folder = self._graded_dir(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(graded, folder / f"{out.assignment}.ipynb")
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.course / 'gradebook.db'}"
 
     def score(self, student: str, assignment: str) -> tuple[float, float] | None:
         from nbgrader.api import Gradebook, MissingEntry
 
-        with Gradebook(f"sqlite:///{self.course / 'gradebook.db'}") as gb:
+        with Gradebook(self.db_url) as gb:
             try:
                 sub = gb.find_submission(assignment, student)
             except MissingEntry:
                 return None
-            if not (self.course / "autograded" / student / assignment).exists():
-                return None
             return sub.score, sub.max_score
 
     # 3. export ---------------------------------------------------------------------------
-    def export(self, filename: str = "grades.csv") -> Path:
-        """nbgrader's grade table, with the version of course_lib the grading compared against
-        in a last column (the version every set-up cell prints)."""
+    def export(self, filename: str = "grades.csv", outcomes: list[Outcome] = ()) -> Path:
+        """nbgrader's grade table, plus the course_lib version the grading compared against and,
+        for hand-ins that could not be graded, a status column saying why."""
         import csv
 
         from course_lib import __version__
@@ -214,11 +288,26 @@ class ClassGrader:
         path = self.course / filename
         with path.open(newline="") as table:
             rows = list(csv.reader(table))
+        problems = {(o.assignment, o.student): f"{o.status}: {o.notes[0] if o.notes else ''}"
+                    for o in outcomes if o.status in PROBLEMS}
         if rows:
-            rows = [rows[0] + ["course_lib_version"]] + [row + [__version__] for row in rows[1:]]
+            head, body = rows[0], rows[1:]
+            column = {name: k for k, name in enumerate(head)}
+            listed = {(row[column["assignment"]], row[column["student_id"]]) for row in body}
+            for assignment, student in sorted(set(problems) - listed):
+                row = [""] * len(head)
+                row[column["assignment"]], row[column["student_id"]], row[column["score"]] = assignment, student, "0"
+                body.append(row)
+            for row in body:
+                key = (row[column["assignment"]], row[column["student_id"]])
+                graded = (self.course / "autograded" / key[1] / key[0]).is_dir()
+                row += [__version__, problems.get(key) or ("graded" if graded else "no hand-in")]
             with path.open("w", newline="") as table:
-                csv.writer(table).writerows(rows)
+                csv.writer(table).writerows([head + ["course_lib_version", "status"]] + body)
         return path
+
+
+PROBLEMS = ("unreadable", "unknown-assignment", "failed", "kept-graded")
 
 
 def _last_error(stderr: str) -> str:
@@ -233,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder laid out as <student>/<assignment>.ipynb (default: submissions)")
     parser.add_argument("--course", default=".", help="course root with nbgrader_config.py")
     parser.add_argument("--regrade", action="store_true", help="grade unchanged hand-ins again")
-    parser.add_argument("--timeout", type=int, default=None, help="seconds per cell (default: config)")
+    parser.add_argument("--timeout", type=int, default=None, help="seconds per cell and per test (default: 60)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run hand-ins WITHOUT isolation where bubblewrap is missing (trusted hand-ins only)")
     parser.add_argument("--grades", default="grades.csv", help="where to write the grade table")
     args = parser.parse_args(argv)
 
@@ -243,14 +334,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from course_lib import __version__
 
-    grader = ClassGrader(args.course, timeout=args.timeout)
-    print(f"Grading against course_lib {__version__}")
+    try:
+        grader = ClassGrader(args.course, timeout=args.timeout, unsafe=args.unsafe_no_sandbox)
+    except SandboxMissing as error:
+        print(f"ERROR: {error}")
+        return 2
+    print(f"Grading against course_lib {__version__}, each part in a {grader.sandbox.description}")
     outcomes = grader.collect(inbox)
     print(f"Collected {len(outcomes)} hand-ins from {inbox}/")
     grader.grade(outcomes, regrade=args.regrade)
-    csv = grader.export(args.grades)
+    csv = grader.export(args.grades, outcomes)
     print(f"Grades of every graded hand-in: {csv}")
-    problems = [o for o in outcomes if o.status in ("unreadable", "unknown-assignment", "failed", "kept-graded")]
+    problems = [o for o in outcomes if o.status in PROBLEMS]
     for o in outcomes:
         for note in o.notes:
             print(f"  {o.student}/{o.assignment}: {note}")

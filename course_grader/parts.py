@@ -1,0 +1,105 @@
+"""A hand-in cut into graded parts: what each part's sandboxed process runs.
+
+Everything but the answers comes from the instructor's source notebook in ``solutions/``:
+the set-up cells, the helpers and each test cell, visible and hidden lines. From the hand-in
+only the answer cells (found by their grade id) and the cells the student added after them
+are taken, so a student who edits or deletes a test, or a set-up cell, changes nothing.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
+SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
+FORBID = re.compile(r"^[ \t]*# grader: forbid ([\w.]+)[ \t]*$", re.M)
+REFERENCE = re.compile(r"^[ \t]*# grader: reference ([\w ]+?)[ \t]*$", re.M)
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+@dataclass
+class Part:
+    """One graded test cell of the source notebook."""
+
+    grade_id: str
+    points: float
+    visible: str
+    hidden: str
+    forbid: list[str]
+    cells: list[dict] = field(default_factory=list)   # what runs before the test, in notebook order
+    references: list[dict] = field(default_factory=list)  # solution cells run just before the test
+
+
+def split_test(source: str) -> tuple[str, str, list[str]]:
+    """A test cell's visible lines, its hidden lines, and the references it forbids."""
+    hidden = "\n".join(match.group(1) for match in HIDDEN.finditer(source))
+    return HIDDEN.sub("", source), hidden, FORBID.findall(hidden)
+
+
+def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[dict]]:
+    """Each answer cell of the hand-in with the code cells the student added (or changed) after
+    it; ``instructor`` holds the sources of the released non-answer cells, which are skipped."""
+    blocks: dict[str, list[dict]] = {}
+    current: list[dict] | None = None
+    leading: list[dict] = []
+    for cell in hand_in.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code":
+            continue
+        if meta.get("solution") and meta.get("grade_id"):
+            current = blocks.setdefault(meta["grade_id"], [])
+            current.append({"name": meta["grade_id"], "kind": "answer", "source": cell.source})
+        elif not meta and cell.source.strip() not in instructor:  # a cell the student added
+            target = current if current is not None else leading
+            target.append({"name": f"added after {current[0]['name']}" if current else "added at the top",
+                           "kind": "extra", "source": cell.source})
+    if leading and blocks:
+        first = next(iter(blocks))
+        blocks[first] = leading + blocks[first]
+    return blocks
+
+
+def parts(source_nb, hand_in) -> list[Part]:
+    """The graded parts of the source notebook, each with the cells that run before its test."""
+    instructor = {split_test(c.source)[0].strip() if nbgrader_meta(c).get("grade") else c.source.strip()
+                  for c in source_nb.cells if not nbgrader_meta(c).get("solution")}
+    answers = student_blocks(hand_in, instructor)
+    solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")}
+    cells: list[dict] = []
+    found: list[Part] = []
+    for k, cell in enumerate(source_nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution"):
+            visible, hidden, forbid = split_test(cell.source)
+            references = [{"name": f"reference {name}", "kind": "reference", "source": solutions[name]}
+                          for match in REFERENCE.findall(hidden) for name in match.split()]
+            found.append(Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid,
+                              list(cells), references))
+        elif meta.get("solution"):
+            cells.extend(answers.get(meta["grade_id"], []))
+        else:
+            cells.append({"name": meta.get("grade_id") or f"set-up cell {k + 1}", "kind": "setup",
+                          "source": cell.source})
+    return found
+
+
+def secret_lines(source_nb, minimum: int = 8) -> set[str]:
+    """Stripped lines of the solutions and hidden tests that never stand in a visible place.
+
+    A line that a test quotes inside a longer line, such as a teaching message naming
+    ``optimiser.zero_grad()``, is a hint the instructor chose to give, and is not counted."""
+    inside, outside, tests = set(), set(), []
+    for cell in source_nb.cells:
+        for match in SECRET.finditer(cell.source):
+            inside |= {line.strip() for line in match.group(2).splitlines()}
+        outside |= {line.strip() for line in SECRET.sub("", cell.source).splitlines()}
+        if nbgrader_meta(cell).get("grade"):
+            tests.append(cell.source)
+    test_lines = [line.strip() for test in tests for line in test.splitlines()]
+    quoted = {line for line in inside if any(line in other and line != other for other in test_lines)}
+    return {line for line in inside - outside - quoted if len(line) >= minimum}
