@@ -25,6 +25,7 @@ fault is expensive, and the cost then depends on how much memory an engine keeps
 script therefore asks glibc (``mallopt``) to keep freed memory for reuse, for every
 engine alike; ``--default-malloc`` skips that.
 """
+
 from __future__ import annotations
 
 import os
@@ -142,8 +143,12 @@ def mlp_candidates(batch: int = BATCH) -> dict[str, Callable[[], object]]:
     def course_lib_forward() -> object:
         return cross_entropy(model(inputs), labels)
 
-    candidates = {"NumPy forward only": numpy_forward, "NumPy by hand (fwd+bwd)": numpy_by_hand,
-                  "course_lib forward only": course_lib_forward, "course_lib": course_lib_step}
+    candidates = {
+        "NumPy forward only": numpy_forward,
+        "NumPy by hand (fwd+bwd)": numpy_by_hand,
+        "course_lib forward only": course_lib_forward,
+        "course_lib": course_lib_step,
+    }
 
     if torch is not None:
         tx, tlabels = torch.tensor(x), torch.tensor(labels)
@@ -162,6 +167,7 @@ def mlp_candidates(batch: int = BATCH) -> dict[str, Callable[[], object]]:
         candidates["PyTorch eager"] = torch_step
 
     if autograd is not None:
+
         def loss(params: list) -> object:
             h = x
             for k in range(0, len(params), 2):
@@ -189,6 +195,7 @@ def chain_candidates() -> dict[str, Callable[[], object]]:
 
     candidates = {"course_lib": course_lib_chain}
     if torch is not None:
+
         def torch_chain() -> None:
             x = torch.ones(4, dtype=torch.float64, requires_grad=True)
             w = torch.full((4,), 1.0001, dtype=torch.float64, requires_grad=True)
@@ -199,6 +206,7 @@ def chain_candidates() -> dict[str, Callable[[], object]]:
 
         candidates["PyTorch eager"] = torch_chain
     if autograd is not None:
+
         def chain(params: list) -> object:
             y = params[0]
             for _ in range(CHAIN):
@@ -219,10 +227,16 @@ def main() -> None:
     rounds = 3 if args.quick else 15
     kept = not args.default_malloc and keep_freed_memory()
 
-    print(f"All engines in float64 on one core (PyTorch 1 thread, NumPy BLAS 1 thread); CPU time, best of {rounds} interleaved rounds.")
+    print(
+        "All engines in float64 on one core (PyTorch 1 thread, NumPy BLAS 1 thread); "
+        f"CPU time, best of {rounds} interleaved rounds."
+    )
     print("glibc keeps freed memory for reuse (mallopt)." if kept else "Default glibc memory settings.")
-    print(f"NumPy {np.__version__}" + (f", PyTorch {torch.__version__}" if torch else ", PyTorch not installed")
-          + (f", autograd {importlib.metadata.version('autograd')}" if autograd else ""))
+    print(
+        f"NumPy {np.__version__}"
+        + (f", PyTorch {torch.__version__}" if torch else ", PyTorch not installed")
+        + (f", autograd {importlib.metadata.version('autograd')}" if autograd else "")
+    )
     if autograd is None:
         print("HIPS autograd is not installed: its columns are skipped (install it with `pip install autograd`).")
 
@@ -235,8 +249,10 @@ def main() -> None:
             print(f"   {name:<26}{t * 1e3:>9.3f}{t / base:>18.2f}")
         ours, own_forward = times["course_lib"], times["course_lib forward only"]
         print(f"   course_lib backward / its own forward: {(ours - own_forward) / own_forward:.2f}")
-        print(f"   course_lib / NumPy by hand: {ours / times['NumPy by hand (fwd+bwd)']:.2f} "
-              "(the engine's overhead over hand-written gradients)")
+        print(
+            f"   course_lib / NumPy by hand: {ours / times['NumPy by hand (fwd+bwd)']:.2f} "
+            "(the engine's overhead over hand-written gradients)"
+        )
         for other in ("PyTorch eager", "HIPS autograd"):
             if other in times:
                 print(f"   course_lib is {times[other] / ours:.2f}x as fast as {other}")

@@ -27,6 +27,7 @@ the median over several rounds in which the candidates take turns, with Python's
 garbage collector paused while timing (``timeit``'s default). ``engines.py`` prints the
 best round instead; the median is steadier on a shared machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts,
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")  # JAX: 1 thread
 
 import engines  # noqa: E402  (before NumPy: it pins BLAS to one thread)
-import scalar as scalar_bench  # noqa: E402  (benchmarks/scalar.py)
 import numpy as np  # noqa: E402
+import scalar as scalar_bench  # noqa: E402  (benchmarks/scalar.py)
 
 from course_lib import forward  # noqa: E402
 from course_lib.check import numerical_grad  # noqa: E402
@@ -75,8 +76,9 @@ OUTPUT = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "benchmar
 
 
 # ----------------------------------------------------------------------------- timing
-def median_times(candidates: dict[str, Callable[[], object]], rounds: int,
-                 min_round: float = 0.02, long_call: float = math.inf) -> dict[str, float]:
+def median_times(
+    candidates: dict[str, Callable[[], object]], rounds: int, min_round: float = 0.02, long_call: float = math.inf
+) -> dict[str, float]:
     """CPU seconds per call of each candidate: the median over ``rounds`` interleaved rounds.
 
     A first call warms up and calibrates: each round then repeats a candidate often
@@ -140,8 +142,13 @@ def gradient_candidates(n: int) -> dict[str, Callable[[], object]]:
     def central_differences() -> np.ndarray:  # two evaluations per input
         return numerical_grad(lambda a: objective(a.tolist()), np.array(x))
 
-    return {"function": function, "taped forward": taped_forward, "reverse mode": reverse_mode,
-            "forward mode": forward_mode, "central differences": central_differences}
+    return {
+        "function": function,
+        "taped forward": taped_forward,
+        "reverse mode": reverse_mode,
+        "forward mode": forward_mode,
+        "central differences": central_differences,
+    }
 
 
 def measure_gradient_cost(ns: Sequence[int], rounds: int) -> dict:
@@ -193,8 +200,10 @@ def jax_mlp_candidates(numpy_loss: float) -> dict[str, Callable[[], object]]:
     forward_only, gradient = jax.jit(loss), jax.jit(jax.grad(loss))
     assert abs(float(forward_only(params, jx, jlabels)) - numpy_loss) < 1e-12
     jax.block_until_ready(gradient(params, jx, jlabels))  # compile now, not while timing
-    return {"JAX jit": lambda: jax.block_until_ready(gradient(params, jx, jlabels)),
-            "JAX jit forward only": lambda: jax.block_until_ready(forward_only(params, jx, jlabels))}
+    return {
+        "JAX jit": lambda: jax.block_until_ready(gradient(params, jx, jlabels)),
+        "JAX jit forward only": lambda: jax.block_until_ready(forward_only(params, jx, jlabels)),
+    }
 
 
 def measure_mlp(rounds: int) -> dict:
@@ -221,12 +230,14 @@ def measure_mlp(rounds: int) -> dict:
 # ----------------------------------------------------------------------------- c. per-op overhead
 def scalar_chain(V, length: int) -> Callable[[], None]:
     """Forward + backward through ``length`` multiplications of scalar engine ``V``."""
+
     def chain() -> None:
         x, w = V(1.0), V(1.0001)
         y = x
         for _ in range(length):
             y = y * w
         y.backward()
+
     return chain
 
 
@@ -244,6 +255,7 @@ def measure_per_op(scalar_length: int, rounds: int) -> dict:
     if MicrogradValue is not None:
         candidates["micrograd"], lengths["micrograd"] = scalar_chain(MicrogradValue, scalar_length), scalar_length
     if jax is not None:  # the same chain compiled once (the first call, not timed, compiles)
+
         def chain(params: list) -> object:
             y = params[0]
             for _ in range(scalar_length):
@@ -328,8 +340,11 @@ def measure_deep(depths: Sequence[int], micrograd_depths: Sequence[int], rounds:
     result = {}
     for name, V, ds in engines_and_depths:
         times = [time_deep(V, d, rounds=rounds if d < 10**6 else 2) for d in ds]
-        result[name] = {"depth": list(ds), "build_seconds": [t[0] for t in times],
-                        "backward_seconds": [t[1] for t in times]}
+        result[name] = {
+            "depth": list(ds),
+            "build_seconds": [t[0] for t in times],
+            "backward_seconds": [t[1] for t in times],
+        }
     result["micrograd_fails_at"] = micrograd_recursion_depth([500, 1000, 2000])
     return result
 
@@ -377,10 +392,13 @@ def measure_scalar_mlp(iterations: int, repeats: int) -> dict:
     if MicrogradValue is not None:
         scalar_bench.check_same_numbers(MicrogradValue)
     nodes = scalar_bench.count_nodes(scalar_bench.training_step(Value, *scalar_bench.make_parameters(Value)))
-    return {"sizes": list(scalar_bench.SIZES), "nodes": nodes,
-            "method": "best of the repeats (benchmarks/scalar.py)",
-            "seconds_per_step_gc_on": scalar_bench.seconds_per_step(engines_, iterations, repeats, True),
-            "seconds_per_step_gc_off": scalar_bench.seconds_per_step(engines_, iterations, repeats, False)}
+    return {
+        "sizes": list(scalar_bench.SIZES),
+        "nodes": nodes,
+        "method": "best of the repeats (benchmarks/scalar.py)",
+        "seconds_per_step_gc_on": scalar_bench.seconds_per_step(engines_, iterations, repeats, True),
+        "seconds_per_step_gc_off": scalar_bench.seconds_per_step(engines_, iterations, repeats, False),
+    }
 
 
 # ----------------------------------------------------------------------------- f. memory
@@ -411,11 +429,16 @@ def measure_memory(depth: int) -> dict:
 
     taped_kept, taped_peak = traced(lambda: cross_entropy(model(inputs), labels))
     kept, peak = traced(forward_no_grad)
-    return {"value_chain_depth": depth, "value_bytes_per_node": per_node,
-            "mlp_kept_bytes_recording": taped_kept, "mlp_peak_bytes_recording": taped_peak,
-            "mlp_kept_bytes_no_grad": kept, "mlp_peak_bytes_no_grad": peak,
-            "mlp_parameter_bytes": sum(p.data.nbytes for p in model.parameters()),
-            "mlp_hidden_layer_bytes": engines.BATCH * engines.SIZES[1] * 8}
+    return {
+        "value_chain_depth": depth,
+        "value_bytes_per_node": per_node,
+        "mlp_kept_bytes_recording": taped_kept,
+        "mlp_peak_bytes_recording": taped_peak,
+        "mlp_kept_bytes_no_grad": kept,
+        "mlp_peak_bytes_no_grad": peak,
+        "mlp_parameter_bytes": sum(p.data.nbytes for p in model.parameters()),
+        "mlp_hidden_layer_bytes": engines.BATCH * engines.SIZES[1] * 8,
+    }
 
 
 # ----------------------------------------------------------------------------- report
@@ -430,9 +453,13 @@ def versions() -> dict[str, str | None]:
 
 
 def machine() -> dict:
-    return {"system": platform.system(), "machine": platform.machine(),
-            "processor": _cpu_model(), "logical_cores": os.cpu_count(),
-            "load_average_at_start": [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+    return {
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "load_average_at_start": [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+    }
 
 
 def _cpu_model() -> str:
@@ -447,24 +474,40 @@ def _cpu_model() -> str:
 
 def record(quick: bool = False) -> dict:
     """Run every measurement; ``quick`` uses tiny sizes (a smoke test, not a benchmark)."""
-    started, wall = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    started, wall = datetime.datetime.now(datetime.UTC), time.perf_counter()
     kept = engines.keep_freed_memory()
     if quick:
-        sizes = dict(ns=(1, 4), rounds=1, scalar_chain=20, depths=(10, 100), mdepths=(10,),
-                     dot_ns=(1, 10), max_scalar=10, mem_depth=100)
+        sizes = dict(
+            ns=(1, 4),
+            rounds=1,
+            scalar_chain=20,
+            depths=(10, 100),
+            mdepths=(10,),
+            dot_ns=(1, 10),
+            max_scalar=10,
+            mem_depth=100,
+        )
     else:
-        sizes = dict(ns=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000), rounds=5, scalar_chain=500,
-                     depths=(100, 1_000, 10_000, 100_000, 1_000_000), mdepths=(10, 30, 100, 300, 500),
-                     dot_ns=(1, 10, 100, 1_000, 10_000, 100_000, 1_000_000), max_scalar=100_000,
-                     mem_depth=100_000)
+        sizes = dict(
+            ns=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
+            rounds=5,
+            scalar_chain=500,
+            depths=(100, 1_000, 10_000, 100_000, 1_000_000),
+            mdepths=(10, 30, 100, 300, 500),
+            dot_ns=(1, 10, 100, 1_000, 10_000, 100_000, 1_000_000),
+            max_scalar=100_000,
+            mem_depth=100_000,
+        )
     meta = {
         "date": started.date().isoformat(),
         "command": "python benchmarks/record.py" + (" --quick" if quick else ""),
         "machine": machine(),
         "versions": versions(),
-        "method": ("CPU time of one process (time.process_time), float64, one thread (PyTorch "
-                   "set_num_threads(1), BLAS 1 thread); median of interleaved rounds; cyclic GC "
-                   "paused while timing" + ("; glibc keeps freed memory (mallopt)" if kept else "")),
+        "method": (
+            "CPU time of one process (time.process_time), float64, one thread (PyTorch "
+            "set_num_threads(1), BLAS 1 thread); median of interleaved rounds; cyclic GC "
+            "paused while timing" + ("; glibc keeps freed memory (mallopt)" if kept else "")
+        ),
     }
     sections = {
         "gradient_cost": lambda: measure_gradient_cost(sizes["ns"], sizes["rounds"]),

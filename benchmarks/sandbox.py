@@ -7,6 +7,7 @@ process per part), once in the sandbox and once with ``--unsafe-no-sandbox``'s p
 alternating, several rounds; the best time of each is compared. The issue's budget: at most
 10 % more time with the sandbox. Instructor tooling: run it in the instructor's repository.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def grade_once(assignment: str, sandbox: Sandbox) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--assignments", nargs="*",
-                        default=sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()))
+    parser.add_argument(
+        "--assignments", nargs="*", default=sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+    )
     args = parser.parse_args()
     sandboxed, plain = Sandbox(), Sandbox(unsafe=True)
     total = {"sandbox": 0.0, "plain": 0.0}

@@ -25,6 +25,7 @@ gradient into ``_backward(grad)`` instead, so its graphs hold no cycles and are 
 reference counting the moment the loss goes out of scope. The difference between the
 two tables is the cost of those cycles; what remains is per-operation overhead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,7 +74,7 @@ def training_step(V, layers, inputs, target=0.5):
 def tree_sum(terms: list):
     """Pairwise sum: depth log2(n), so micrograd's recursive sort copes with any n."""
     while len(terms) > 1:
-        terms = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)] + terms[len(terms) & ~1:]
+        terms = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)] + terms[len(terms) & ~1 :]
     return terms[0]
 
 
@@ -137,8 +138,9 @@ def seconds_per_step(engines, iterations: int, repeats: int, collect_cycles: boo
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def seconds_per_step_apart(engines: list[str], workload: str, iterations: int, repeats: int,
-                           collect_cycles: bool) -> dict[str, float]:
+def seconds_per_step_apart(
+    engines: list[str], workload: str, iterations: int, repeats: int, collect_cycles: bool
+) -> dict[str, float]:
     """As :func:`seconds_per_step`, but every measurement in a fresh process of its own."""
     times: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(repeats):
@@ -195,8 +197,10 @@ def main() -> None:
     try:
         from micrograd.engine import Value as MicrogradValue
     except ImportError:
-        print("micrograd is not installed, so only course_lib is measured. For the comparison run:\n"
-              "    pip install micrograd==0.1.0\n")
+        print(
+            "micrograd is not installed, so only course_lib is measured. For the comparison run:\n"
+            "    pip install micrograd==0.1.0\n"
+        )
     else:
         check_same_numbers(MicrogradValue)
         engines.append("micrograd")
@@ -206,15 +210,21 @@ def main() -> None:
         nodes = count_nodes(step(*make(Value)))
         label = f"perceptron {'-'.join(map(str, SIZES))}" if workload == "MLP" else f"fan-in, {2 * FAN_IN} inputs"
         print(f"Scalar {label}: {nodes} nodes per forward+backward step ({where})\n")
-        for title, collect in (("Garbage collector on (as in a training loop):", True),
-                               ("Garbage collector paused (per-operation overhead only):", False)):
+        for title, collect in (
+            ("Garbage collector on (as in a training loop):", True),
+            ("Garbage collector paused (per-operation overhead only):", False),
+        ):
             if args.same_process:
                 pairs = [(name, engine_value(name)) for name in engines]
                 if workload == "MLP":
                     measured = seconds_per_step(pairs, args.iterations, args.repeats, collect)
                 else:
-                    measured = {name: statistics.median(time_steps(step, make(V), args.iterations, collect)
-                                                        for _ in range(args.repeats)) for name, V in pairs}
+                    measured = {
+                        name: statistics.median(
+                            time_steps(step, make(V), args.iterations, collect) for _ in range(args.repeats)
+                        )
+                        for name, V in pairs
+                    }
             else:
                 measured = seconds_per_step_apart(engines, workload, args.iterations, args.repeats, collect)
             print(table(title, list(measured.items()), nodes) + "\n")

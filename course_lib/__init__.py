@@ -15,4 +15,5 @@ Modules, in the order the course builds them:
 - ``ig``         Integrated Gradients
 - ``physics``    a differentiable projectile
 """
+
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ whose truncation error shrinks like eps**2 (a forward difference only shrinks li
 ``gradcheck`` compares an automatic-differentiation gradient with that estimate: the
 standard test that a new backward rule is right.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -78,7 +79,9 @@ def _value_and_grads(f: Callable[..., Any], inputs: Sequence[Any], with_grads: b
         if isinstance(out, numbers.Real):  # f ignores its inputs: every gradient is 0
             return float(out), [np.zeros(leaf.shape) for leaf in leaves]
         if not isinstance(out, Tensor):
-            raise TypeError(f"gradcheck() on arrays needs f to return a Tensor (or a number), got {type(out).__name__}.")
+            raise TypeError(
+                f"gradcheck() on arrays needs f to return a Tensor (or a number), got {type(out).__name__}."
+            )
         value = _scalar_output(out.data)
         if with_grads and out.requires_grad:
             out.backward()

@@ -1,4 +1,5 @@
 """Small data sets shipped inside the package (no download needed)."""
+
 from __future__ import annotations
 
 import csv

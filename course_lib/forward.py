@@ -13,6 +13,7 @@ the larger tag is always the inner level. When two Duals with different tags mee
 one with the smaller (outer) tag is a constant for the inner level; it lives on inside
 the inner Dual's ``primal`` and ``tangent``, which may themselves be Duals of outer levels.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -203,9 +204,7 @@ def jvp(f: Callable[..., Scalar], primals: Sequence[Scalar], tangents: Sequence[
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp() takes primals and tangents as tuples, e.g. jvp(f, (2.0,), (1.0,)).")
     if len(primals) != len(tangents):
-        raise ValueError(
-            f"jvp() got {len(primals)} primals but {len(tangents)} tangents: give one tangent per primal."
-        )
+        raise ValueError(f"jvp() got {len(primals)} primals but {len(tangents)} tangents: give one tangent per primal.")
     for name, values in (("primals", primals), ("tangents", tangents)):
         for value in values:
             if not _is_operand(value):

@@ -24,6 +24,7 @@ on top of it. Gradients are taken with respect to that node only, so in
 constant (it is 1, and the whole derivative is 1, not 2), while the outer
 transform still sees every path through the identity node back to its own input.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

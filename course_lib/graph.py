@@ -13,6 +13,7 @@ are at hand: both sweeps only combine these numbers with the chain rule.
 ``evaluation_trace``, ``tangent_table`` and ``adjoint_table`` return the rows of the
 tables printed in the chapters; ``format_table`` turns rows into aligned text.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -153,8 +154,7 @@ def forward(x: Node) -> list[Node]:
     x.partial_derivative = 1.0
     for node in order[1:]:
         node.partial_derivative = sum(
-            local * parent.partial_derivative
-            for parent, local in zip(node.parent_nodes, node.grad_wrt_parents)
+            local * parent.partial_derivative for parent, local in zip(node.parent_nodes, node.grad_wrt_parents)
         )
     return order
 
@@ -187,12 +187,24 @@ def reverse(y: Node) -> list[Node]:
 # How each operator is written, and its local derivative with respect to each parent,
 # as templates over the parents' names {0}, {1}.
 _EXPRESSIONS = {
-    "add": "{0} + {1}", "sub": "{0} − {1}", "mul": "{0} × {1}", "div": "{0} / {1}",
-    "log": "log {0}", "sin": "sin {0}", "cos": "cos {0}", "exp": "exp {0}",
+    "add": "{0} + {1}",
+    "sub": "{0} − {1}",
+    "mul": "{0} × {1}",
+    "div": "{0} / {1}",
+    "log": "log {0}",
+    "sin": "sin {0}",
+    "cos": "cos {0}",
+    "exp": "exp {0}",
 }
 _LOCAL_DERIVATIVES = {
-    "add": ["1", "1"], "sub": ["1", "−1"], "mul": ["{1}", "{0}"], "div": ["1/{1}", "−{0}/{1}²"],
-    "log": ["1/{0}"], "sin": ["cos {0}"], "cos": ["−sin {0}"], "exp": ["exp {0}"],
+    "add": ["1", "1"],
+    "sub": ["1", "−1"],
+    "mul": ["{1}", "{0}"],
+    "div": ["1/{1}", "−{0}/{1}²"],
+    "log": ["1/{0}"],
+    "sin": ["cos {0}"],
+    "cos": ["−sin {0}"],
+    "exp": ["exp {0}"],
 }
 _DOT, _BAR = "\u0307", "\u0304"  # combining dot (tangent) and bar (adjoint) above a letter
 

@@ -11,6 +11,7 @@ outputs, one backward pass gives the ``m`` gradients (each row of the batch only
 influences its own output, so the gradient of ``sum(outputs)`` is the stack of the
 per-point gradients).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -47,7 +48,9 @@ def quadrature(method: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         return (nodes + 1) / 2, weights / 2  # t in [-1, 1] -> alpha = (t + 1) / 2, d alpha = dt / 2
     if method == "riemann_trapezoid":
         if m < 2:
-            raise ValueError("riemann_trapezoid needs steps >= 2: its points include both ends, alpha = 0 and alpha = 1")
+            raise ValueError(
+                "riemann_trapezoid needs steps >= 2: its points include both ends, alpha = 0 and alpha = 1"
+            )
         weights = np.full(m, 1.0 / (m - 1))
         weights[[0, -1]] /= 2  # the end points only count half
         return np.linspace(0.0, 1.0, m), weights
@@ -135,7 +138,9 @@ def integrated_gradients(
             )
         baseline = np.full_like(x, baseline)
     if grad_method not in GRAD_METHODS:
-        raise ValueError(f"unknown grad_method {grad_method!r}: choose 'ad' (reverse mode) or 'fd' (finite differences)")
+        raise ValueError(
+            f"unknown grad_method {grad_method!r}: choose 'ad' (reverse mode) or 'fd' (finite differences)"
+        )
     alphas, weights = quadrature(method, steps)
     m = len(alphas)
     # The two ends ride along in the same batch, for the completeness gap: still one call of f.
@@ -155,7 +160,9 @@ def integrated_gradients(
             f"Integrated Gradients: the attributions sum to {attributions.sum():.6g} but f(x) - f(baseline) = "
             f"{change:.6g}; the completeness gap {abs(delta):.3g} is more than {completeness_rtol:g} of it, so the "
             f"{steps}-step {method!r} rule is too coarse here: use more steps or method='gausslegendre'",
-            RuntimeWarning, stacklevel=2)
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return attributions
 
 
@@ -194,7 +201,10 @@ def _select(out_shape: tuple[int, ...], m: int, target: int | None) -> tuple:
     """The index picking the explained output: ``()`` for ``(m,)`` outputs, ``(slice, target)`` for ``(m, C)``."""
     if len(out_shape) == 1 and out_shape[0] == m:
         if target is not None:
-            raise ValueError(f"f returns one value per point (shape {out_shape}), so there is no column to pick: drop target={target!r}")
+            raise ValueError(
+                f"f returns one value per point (shape {out_shape}), so there is no column to pick: "
+                f"drop target={target!r}"
+            )
         return ()
     if len(out_shape) != 2 or out_shape[0] != m:
         raise ValueError(
@@ -205,13 +215,19 @@ def _select(out_shape: tuple[int, ...], m: int, target: int | None) -> tuple:
     if target is None:
         if n_classes == 1:
             return (slice(None), 0)
-        raise ValueError(f"f returns {n_classes} values per point: pass target=<column index> to choose which one to explain")
+        raise ValueError(
+            f"f returns {n_classes} values per point: pass target=<column index> to choose which one to explain"
+        )
     if isinstance(target, bool) or not isinstance(target, Integral) or not 0 <= target < n_classes:
-        raise ValueError(f"target must be an integer in 0..{n_classes - 1} (f returns {n_classes} columns), got {target!r}")
+        raise ValueError(
+            f"target must be an integer in 0..{n_classes - 1} (f returns {n_classes} columns), got {target!r}"
+        )
     return (slice(None), int(target))
 
 
-def _gradients_ad(f: Model, points: np.ndarray, target: int | None, allow_unused: bool) -> tuple[np.ndarray, np.ndarray]:
+def _gradients_ad(
+    f: Model, points: np.ndarray, target: int | None, allow_unused: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Values and gradients of the explained output at every point: one call of ``f``, one backward pass."""
     batch = Tensor(points, requires_grad=True)
     out = f(batch)

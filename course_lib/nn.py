@@ -1,5 +1,6 @@
 """Neural-network pieces on top of the Tensor engine: ``Module``, ``Linear``, ``MLP``,
 ``cross_entropy`` and plain stochastic gradient descent (``SGD``)."""
+
 from __future__ import annotations
 
 import math
@@ -53,7 +54,9 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, rng: RNG = None) -> None:
         rng = np.random.default_rng(rng)
         bound = 1.0 / np.sqrt(in_features)
-        self.weight = Tensor(rng.uniform(-bound, bound, (in_features, out_features)), requires_grad=True, label="weight")
+        self.weight = Tensor(
+            rng.uniform(-bound, bound, (in_features, out_features)), requires_grad=True, label="weight"
+        )
         self.bias = Tensor(rng.uniform(-bound, bound, out_features), requires_grad=True, label="bias")
 
     def forward(self, x: Tensor) -> Tensor:
@@ -104,13 +107,18 @@ def cross_entropy(logits: Tensor, labels: Any) -> Tensor:
 def _class_indices(labels: Any, n: int, n_classes: int) -> np.ndarray:
     values = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
     if values.dtype.kind == "f" and not isinstance(labels, Tensor):
-        raise TypeError(f"labels must be integers (class indices), got dtype {values.dtype}: convert with labels.astype(int)")
+        raise TypeError(
+            f"labels must be integers (class indices), got dtype {values.dtype}: convert with labels.astype(int)"
+        )
     if values.dtype.kind not in "iuf" or (values.dtype.kind == "f" and not np.all(values == np.round(values))):
         raise TypeError(f"labels must be whole-number class indices, got dtype {values.dtype}")
     if values.shape != (n,):
         raise ValueError(f"labels must have shape ({n},), one class index per row of logits; got {values.shape}")
     if n and (values.min() < 0 or values.max() >= n_classes):
-        raise ValueError(f"labels must lie in 0..{n_classes - 1} (logits have {n_classes} columns); got {values.min()}..{values.max()}")
+        raise ValueError(
+            f"labels must lie in 0..{n_classes - 1} (logits have {n_classes} columns); "
+            f"got {values.min()}..{values.max()}"
+        )
     return values.astype(np.intp)
 
 
@@ -133,7 +141,8 @@ class SGD:
             if p._parents:
                 raise ValueError(
                     f"SGD can only update leaf Tensors, but one parameter was computed by op {p._op!r}: "
-                    "optimise the leaves it was computed from (model.parameters())")
+                    "optimise the leaves it was computed from (model.parameters())"
+                )
         if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < math.inf:
             raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
         self.lr = float(lr)

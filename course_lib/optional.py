@@ -8,6 +8,7 @@ returns the module, or ``None`` after printing what to install. Inside a noteboo
 cell that uses a missing package (or a name computed from it by a skipped cell) then prints a
 one-line note instead of running, so "Run all" still reaches the end of the chapter.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,8 +16,8 @@ import importlib
 from types import ModuleType
 
 _PACKAGES = {"torch": "PyTorch", "jax": "JAX"}
-_missing_names: set[str] = set()       # names that are unavailable in this kernel
-_reported: set[str] = set()            # top-level packages already reported as missing
+_missing_names: set[str] = set()  # names that are unavailable in this kernel
+_reported: set[str] = set()  # top-level packages already reported as missing
 _shells_hooked: set[int] = set()
 
 
@@ -30,9 +31,11 @@ def optional_import(module: str, name: str | None = None) -> ModuleType | None:
         package = module.split(".")[0]
         if package not in _reported:
             _reported.add(package)
-            print(f"{_PACKAGES.get(package, package)} is not installed here, so the cells that need "
-                  f"it are skipped. To run them: pip install {package} (Colab has it), then restart "
-                  "the kernel.")
+            print(
+                f"{_PACKAGES.get(package, package)} is not installed here, so the cells that need "
+                f"it are skipped. To run them: pip install {package} (Colab has it), then restart "
+                "the kernel."
+            )
         _missing_names.add(name or module.split(".")[-1])
         _skip_cells_that_need_missing_names()
         return None

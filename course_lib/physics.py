@@ -9,6 +9,7 @@ Written with Tensor operations, ``y`` is differentiable in ``v`` and ``theta`` (
 on whole batches of shots at once), so the engine can tune the shot to pass through the
 hoop and Integrated Gradients can say how much of a change in height is due to each.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,7 +69,9 @@ def trajectory(
     """
     v, theta = _tensor(v).item(), _tensor(theta).item()
     if v <= 0 or not -math.pi / 2 < theta < math.pi / 2:
-        raise ValueError(f"need a speed v > 0 and an angle strictly between -pi/2 and pi/2 radians, got v={v}, theta={theta}")
+        raise ValueError(
+            f"need a speed v > 0 and an angle strictly between -pi/2 and pi/2 radians, got v={v}, theta={theta}"
+        )
     if x_max is None:
         # Positive root of h0 + x tan(theta) - a x^2 = 0.
         a = g / (2 * v**2 * math.cos(theta) ** 2)

@@ -16,12 +16,13 @@ If one of them was replaced since (``a.data = 5.0`` between the forward pass and
 ``backward()``), the closure raises instead of computing a gradient for values the
 forward pass never saw, like PyTorch's "modified by an inplace operation".
 """
+
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from operator import attrgetter
-from typing import Callable
 
 from course_lib.toposort import interior_postorder, postorder
 
@@ -119,9 +120,7 @@ class Value:
         x = self.data
         data = x**exponent
         if isinstance(data, complex):
-            raise ValueError(
-                f"{x} ** {exponent} is not a real number: a negative base needs an integer exponent."
-            )
+            raise ValueError(f"{x} ** {exponent} is not a real number: a negative base needs an integer exponent.")
         op = f"**{exponent:g}"
         out = Value(data, "", (self,), op)
 

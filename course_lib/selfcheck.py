@@ -4,6 +4,7 @@
 case that went wrong (what it returned, what was expected), or that the function is not
 written yet. It never raises, so an unfinished exercise does not stop a notebook.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -40,8 +41,9 @@ def check(fn: Callable[..., Any], cases: Sequence[tuple[tuple, Any]], rel: float
 
 def _agrees(result: Any, expected: Any, rel: float, abs_: float) -> bool:
     try:
-        return bool(np.allclose(np.asarray(result, dtype=float), np.asarray(expected, dtype=float),
-                                rtol=rel, atol=abs_))
+        return bool(
+            np.allclose(np.asarray(result, dtype=float), np.asarray(expected, dtype=float), rtol=rel, atol=abs_)
+        )
     except (TypeError, ValueError):
         return result == expected
 

@@ -27,6 +27,7 @@ costs (:func:`graph_size`) and computes the same gradient with *checkpointing*
 (:func:`checkpointed_gradient`), which stores only every ``every``-th state and
 recomputes the rest during the backward pass.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,9 +46,28 @@ from course_lib.tensor import Tensor, no_grad, where
 from course_lib.toposort import child_count_order
 
 __all__ = [
-    "G", "DT", "DRAG", "DRAG_LEARNING_RATE", "State", "launch", "acceleration", "heun_step", "steps_before",
-    "final_step", "hoop_height", "drag_shot_height", "Flight", "flight", "fit_shot_with_drag", "graph_size",
-    "CheckpointRun", "checkpointed_gradient", "plain_gradient", "BackpropCost", "backprop_cost", "peak_bytes",
+    "G",
+    "DT",
+    "DRAG",
+    "DRAG_LEARNING_RATE",
+    "State",
+    "launch",
+    "acceleration",
+    "heun_step",
+    "steps_before",
+    "final_step",
+    "hoop_height",
+    "drag_shot_height",
+    "Flight",
+    "flight",
+    "fit_shot_with_drag",
+    "graph_size",
+    "CheckpointRun",
+    "checkpointed_gradient",
+    "plain_gradient",
+    "BackpropCost",
+    "backprop_cost",
+    "peak_bytes",
 ]
 
 G = _G
@@ -101,8 +121,12 @@ def heun_step(state: State, k: Values, dt: Values, g: float = G) -> State:
     vx_pred, vy_pred = vx + dt * ax, vy + dt * ay  # Euler predictor
     ax_pred, ay_pred = acceleration(vx_pred, vy_pred, k, g)
     half = 0.5 * dt
-    return (x + dt * vx + half * dt * ax, y + dt * vy + half * dt * ay,
-            vx + half * (ax + ax_pred), vy + half * (ay + ay_pred))
+    return (
+        x + dt * vx + half * dt * ax,
+        y + dt * vy + half * dt * ay,
+        vx + half * (ax + ax_pred),
+        vy + half * (ay + ay_pred),
+    )
 
 
 def _reaches(state: State, k: Values, dt: float, x_hoop: float, g: float) -> np.ndarray:
@@ -129,8 +153,14 @@ def final_step(state: State, k: Values, x_hoop: float = HOOP[0], g: float = G) -
 
 
 def steps_before(
-    v: Values, theta: Values, k: Values = DRAG, dt: float = DT, x_hoop: float = HOOP[0],
-    h0: float = 0.0, g: float = G, max_time: float = 10.0,
+    v: Values,
+    theta: Values,
+    k: Values = DRAG,
+    dt: float = DT,
+    x_hoop: float = HOOP[0],
+    h0: float = 0.0,
+    g: float = G,
+    max_time: float = 10.0,
 ) -> int:
     """How many full steps :func:`hoop_height` takes before its shortened last step."""
     with no_grad():
@@ -147,9 +177,11 @@ def steps_before(
 
 
 def _unreachable_message(x_hoop: float, max_time: float) -> str:
-    return (f"the ball does not reach x = {x_hoop} m within max_time = {max_time} s: with drag its horizontal "
-            "speed dies away, so a slow or steep throw never gets there (throw faster or flatter, lower k, "
-            "or pass unreachable='nan' to get NaN for such shots)")
+    return (
+        f"the ball does not reach x = {x_hoop} m within max_time = {max_time} s: with drag its horizontal "
+        "speed dies away, so a slow or steep throw never gets there (throw faster or flatter, lower k, "
+        "or pass unreachable='nan' to get NaN for such shots)"
+    )
 
 
 def hoop_height(
@@ -221,7 +253,12 @@ class Flight:
 
 
 def flight(
-    v: float, theta: float, k: float = DRAG, dt: float = DT, h0: float = 0.0, g: float = G,
+    v: float,
+    theta: float,
+    k: float = DRAG,
+    dt: float = DT,
+    h0: float = 0.0,
+    g: float = G,
     t_max: float = 5.0,
 ) -> Flight:
     """The states of one throw, step by step, until the ball is back below its launch

@@ -31,11 +31,12 @@ values after that, ``backward()`` raises instead of using them, as PyTorch does
 ("modified by an inplace operation"). A rule registered as first-order (``order=1``,
 written with NumPy) is differentiated once; differentiating its result again raises.
 """
+
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
-import operator
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -45,9 +46,31 @@ import numpy as np
 from course_lib.toposort import child_count_order
 
 __all__ = [
-    "Tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "record", "defvjp", "defvjp_argnum",
-    "OPS", "Op", "VJP_RULES", "unbroadcast", "gradients", "affine", "where", "stack", "exp", "log", "sin", "cos", "tanh",
-    "relu", "sigmoid", "sqrt", "softmax", "log_softmax",
+    "Tensor",
+    "no_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "record",
+    "defvjp",
+    "defvjp_argnum",
+    "OPS",
+    "Op",
+    "VJP_RULES",
+    "unbroadcast",
+    "gradients",
+    "affine",
+    "where",
+    "stack",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "relu",
+    "sigmoid",
+    "sqrt",
+    "softmax",
+    "log_softmax",
 ]
 
 _FLOAT64 = np.dtype(np.float64)
@@ -133,7 +156,8 @@ def _broadcasting(symbol: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray
             raise ValueError(
                 f"shapes {np.shape(a)} and {np.shape(b)} do not broadcast for '{symbol}': axes are matched "
                 "from the right and each pair must be equal or 1; reshape an operand so they line up "
-                "(e.g. x[:, None] for a column, x.reshape(1, -1) for a row)") from None
+                "(e.g. x[:, None] for a column, x.reshape(1, -1) for a row)"
+            ) from None
 
     return apply
 
@@ -148,7 +172,10 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     except ValueError:
         pass
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"matmul needs operands with at least one axis, got shapes {a.shape} and {b.shape}: use * to scale by a number")
+        raise ValueError(
+            f"matmul needs operands with at least one axis, got shapes {a.shape} and {b.shape}: "
+            "use * to scale by a number"
+        )
     inner = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if a.shape[-1] != inner:
         which = "first" if b.ndim == 1 else "second-to-last"
@@ -156,7 +183,10 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             f"matmul shapes {a.shape} and {b.shape} do not fit: the last axis of the left operand "
             f"({a.shape[-1]}) must equal the {which} axis of the right operand ({inner})"
         )
-    raise ValueError(f"matmul shapes {a.shape} and {b.shape} do not fit: their batch axes {a.shape[:-2]} and {b.shape[:-2]} do not broadcast")
+    raise ValueError(
+        f"matmul shapes {a.shape} and {b.shape} do not fit: "
+        f"their batch axes {a.shape[:-2]} and {b.shape[:-2]} do not broadcast"
+    )
 
 
 class Tensor:
@@ -174,8 +204,19 @@ class Tensor:
     from the graph: what they return is a plain value that gradients cannot flow through.
     """
 
-    __slots__ = ("_data", "grad", "requires_grad", "label", "_parents", "_op", "_params", "_retains_grad",
-                 "_version", "_recorded", "_mask")
+    __slots__ = (
+        "_data",
+        "grad",
+        "requires_grad",
+        "label",
+        "_parents",
+        "_op",
+        "_params",
+        "_retains_grad",
+        "_version",
+        "_recorded",
+        "_mask",
+    )
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
@@ -362,7 +403,9 @@ class Tensor:
         ndim = self._data.ndim
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        axes = tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in _axes(axes, ndim, "transpose"))
+        axes = (
+            tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in _axes(axes, ndim, "transpose"))
+        )
         if axes == tuple(range(ndim)):
             return self  # nothing to do, no node
         return record("transpose", self._data.transpose(axes), (self,), (axes,))
@@ -436,7 +479,8 @@ def _untensor(data: Any) -> Any:
             raise ValueError(
                 "a Tensor that requires grad cannot be copied into a new Tensor: that would cut it off the "
                 "graph and its gradient would silently be lost. Use it as it is, stack([...]) to join "
-                "several, or .detach() to cut it on purpose")
+                "several, or .detach() to cut it on purpose"
+            )
         return data._data
     if isinstance(data, (list, tuple)):
         return [_untensor(item) for item in data]
@@ -450,8 +494,14 @@ def _real_array(data: Any, where: str) -> np.ndarray:
         kind = "complex numbers" if array.dtype.kind == "c" else f"{type(data).__name__} (dtype {array.dtype})"
         raise TypeError(
             f"{where} needs real numbers (numbers, nested lists or real arrays), got {kind}"
-            + (": pass the real and imaginary parts as separate Tensors" if array.dtype.kind == "c" else
-               ": convert text with float(...) first" if array.dtype.kind in "US" else ""))
+            + (
+                ": pass the real and imaginary parts as separate Tensors"
+                if array.dtype.kind == "c"
+                else ": convert text with float(...) first"
+                if array.dtype.kind in "US"
+                else ""
+            )
+        )
     return array
 
 
@@ -483,7 +533,8 @@ def _axes(axis: Any, ndim: int, op: str) -> Any:
     for a in axis if isinstance(axis, tuple) else (axis,):
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -ndim <= a < ndim:
             raise np.exceptions.AxisError(
-                f"{op}: axis {a!r} is out of range for a Tensor with {ndim} axes (use 0..{ndim - 1} or -{ndim}..-1)")
+                f"{op}: axis {a!r} is out of range for a Tensor with {ndim} axes (use 0..{ndim - 1} or -{ndim}..-1)"
+            )
     return axis
 
 
@@ -594,7 +645,9 @@ def _backprop(
                 continue
             op = OPS.get(node._op)
             if op is None:
-                raise NotImplementedError(f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)")
+                raise NotImplementedError(
+                    f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)"
+                )
             recorded = node._recorded
             if node._version > recorded:
                 raise _changed(node, node)
@@ -608,7 +661,9 @@ def _backprop(
                 try:
                     rule = op.rules[i]
                 except IndexError:
-                    raise NotImplementedError(f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument") from None
+                    raise NotImplementedError(
+                        f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument"
+                    ) from None
                 result = rule(g, node, *args)
                 if type(result) is Tensor and result._data.shape == parent._data.shape:
                     contribution = result
@@ -747,8 +802,15 @@ class Op:
 
     __slots__ = ("name", "rules", "order", "call", "sample", "torch")
 
-    def __init__(self, name: str, rules: Any, order: int | None, call: Callable[..., Tensor] | None,
-                 sample: Sample | None, torch: str | Callable | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        rules: Any,
+        order: int | None,
+        call: Callable[..., Tensor] | None,
+        sample: Sample | None,
+        torch: str | Callable | None,
+    ) -> None:
         self.name, self.rules, self.order, self.call, self.sample, self.torch = name, rules, order, call, sample, torch
 
     def __repr__(self) -> str:
@@ -761,8 +823,14 @@ never one it keeps elsewhere (the backward pass adds into new ones in place)."""
 VJP_RULES = OPS  # the name the chapters use for the table
 
 
-def defvjp(op: str, *rules: Callable[..., Tensor], order: int | None = None, call: Callable[..., Tensor] | None = None,
-           sample: Sample | None = None, torch: str | Callable | None = "") -> None:
+def defvjp(
+    op: str,
+    *rules: Callable[..., Tensor],
+    order: int | None = None,
+    call: Callable[..., Tensor] | None = None,
+    sample: Sample | None = None,
+    torch: str | Callable | None = "",
+) -> None:
     """Register ``op`` in the table: its VJP rules, one per argument, in argument order.
 
     ``order=1`` declares rules written with NumPy (first derivatives only). ``call``
@@ -774,8 +842,14 @@ def defvjp(op: str, *rules: Callable[..., Tensor], order: int | None = None, cal
     _register(op, rules, order, call, sample or elementwise(*[(-2.0, 2.0)] * len(rules)), torch)
 
 
-def _register(op: str, rules: Any, order: int | None, call: Callable[..., Tensor] | None, sample: Sample | None,
-              torch: str | Callable | None) -> None:
+def _register(
+    op: str,
+    rules: Any,
+    order: int | None,
+    call: Callable[..., Tensor] | None,
+    sample: Sample | None,
+    torch: str | Callable | None,
+) -> None:
     call = call or getattr(Tensor, op, None) or getattr(operator, op, None)
     OPS[op] = Op(op, rules, order, call, sample, op if torch == "" else torch)
 
@@ -790,9 +864,14 @@ class _EveryArgument:
         return partial(self.rule, i)
 
 
-def defvjp_argnum(op: str, rule: Callable[..., Tensor], order: int | None = None,
-                  call: Callable[..., Tensor] | None = None, sample: Sample | None = None,
-                  torch: str | Callable | None = "") -> None:
+def defvjp_argnum(
+    op: str,
+    rule: Callable[..., Tensor],
+    order: int | None = None,
+    call: Callable[..., Tensor] | None = None,
+    sample: Sample | None = None,
+    torch: str | Callable | None = "",
+) -> None:
     """Register one rule ``rule(i, g, out, *args)`` serving every argument ``i`` of ``op``
     (an op with any number of arguments); the keywords are those of :func:`defvjp`."""
     _register(op, _EveryArgument(rule), order, call, sample, torch)
@@ -811,7 +890,11 @@ def elementwise(*ranges: tuple[float, float]) -> Sample:
         full = _shape(rng)
         arrays = []
         for k, (low, high) in enumerate(ranges):
-            shape = full if k == 0 else tuple(1 if rng.random() < 0.3 else n for n in full[rng.integers(0, len(full) + 1):])
+            shape = (
+                full
+                if k == 0
+                else tuple(1 if rng.random() < 0.3 else n for n in full[rng.integers(0, len(full) + 1) :])
+            )
             arrays.append(rng.uniform(low, high, shape))
         return arrays, {}
 
@@ -831,7 +914,10 @@ def _random_axis(rng: np.random.Generator, ndim: int) -> int | tuple[int, ...] |
 def reduction(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
     """One array, an axis (None, one or several) and keepdims."""
     shape = _shape(rng, 1)
-    return [rng.uniform(-2.0, 2.0, shape)], {"axis": _random_axis(rng, len(shape)), "keepdims": bool(rng.integers(0, 2))}
+    return [rng.uniform(-2.0, 2.0, shape)], {
+        "axis": _random_axis(rng, len(shape)),
+        "keepdims": bool(rng.integers(0, 2)),
+    }
 
 
 def along_axis(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -842,8 +928,14 @@ def along_axis(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, An
 
 def _matmul_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
     n, k, m, batch = (int(v) for v in rng.integers(1, 4, 4))
-    a_shape, b_shape = [((k,), (k, m)), ((n, k), (k,)), ((n, k), (k, m)), ((batch, n, k), (k, m)),
-                        ((batch, n, k), (1, k, m)), ((k,), (batch, k, m))][rng.integers(0, 6)]
+    a_shape, b_shape = [
+        ((k,), (k, m)),
+        ((n, k), (k,)),
+        ((n, k), (k, m)),
+        ((batch, n, k), (k, m)),
+        ((batch, n, k), (1, k, m)),
+        ((k,), (batch, k, m)),
+    ][rng.integers(0, 6)]
     return [rng.uniform(-2.0, 2.0, a_shape), rng.uniform(-2.0, 2.0, b_shape)], {}
 
 
@@ -899,7 +991,9 @@ def _where_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str,
 
 def _stack_sample(rng: np.random.Generator) -> tuple[list[np.ndarray], dict[str, Any]]:
     shape = _shape(rng)
-    return [rng.uniform(-2.0, 2.0, shape) for _ in range(rng.integers(1, 4))], {"axis": int(rng.integers(-len(shape) - 1, len(shape) + 1))}
+    return [rng.uniform(-2.0, 2.0, shape) for _ in range(rng.integers(1, 4))], {
+        "axis": int(rng.integers(-len(shape) - 1, len(shape) + 1))
+    }
 
 
 def _torch_axis(a: Any, axis: Any) -> Any:
@@ -961,7 +1055,8 @@ def _first_order_vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
     raise RuntimeError(
         f"op {args[-1]!r} has a first-order VJP rule (registered with order=1, or a rule that returns a NumPy "
         "array): its gradient can be computed but not differentiated again, so this second derivative (or "
-        "jvp) is not available. Write the rule with Tensor operations to get higher derivatives")
+        "jvp) is not available. Write the rule with Tensor operations to get higher derivatives"
+    )
 
 
 def _scatter_add(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
@@ -971,23 +1066,33 @@ def _scatter_add(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     return record("scatter_add", data, (g,), (index, shape))
 
 
-defvjp("add", lambda g, out, a, b: unbroadcast(g, a.shape),
-              lambda g, out, a, b: unbroadcast(g, b.shape))
-defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.shape),
-              lambda g, out, a, b: unbroadcast(-g, b.shape))
-defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.shape),
-              lambda g, out, a, b: unbroadcast(g * a, b.shape))
-defvjp("div", lambda g, out, a, b: unbroadcast(g / b, a.shape),
-              lambda g, out, a, b: unbroadcast(-g * out / b, b.shape),
-       call=operator.truediv, sample=elementwise((-2.0, 2.0), (0.5, 2.0)))
-defvjp("pow", _pow_vjp_base,
-              lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape),
-       sample=elementwise((0.5, 2.0), (-2.0, 2.0)))
+# fmt: off  (one row per op, the rules of its arguments aligned)
+defvjp("add", lambda g, out, a, b: unbroadcast(g, a.shape), lambda g, out, a, b: unbroadcast(g, b.shape))
+defvjp("sub", lambda g, out, a, b: unbroadcast(g, a.shape), lambda g, out, a, b: unbroadcast(-g, b.shape))
+defvjp("mul", lambda g, out, a, b: unbroadcast(g * b, a.shape), lambda g, out, a, b: unbroadcast(g * a, b.shape))
+defvjp(
+    "div",
+    lambda g, out, a, b: unbroadcast(g / b, a.shape),
+    lambda g, out, a, b: unbroadcast(-g * out / b, b.shape),
+    call=operator.truediv,
+    sample=elementwise((-2.0, 2.0), (0.5, 2.0)),
+)
+defvjp(
+    "pow",
+    _pow_vjp_base,
+    lambda g, out, a, b: unbroadcast(g * out * a.log(), b.shape),
+    sample=elementwise((0.5, 2.0), (-2.0, 2.0)),
+)
 defvjp("matmul", partial(_matmul_vjp, 0), partial(_matmul_vjp, 1), sample=_matmul_sample)
-defvjp("affine", lambda g, out, x, weight, bias: _matmul_vjp(0, g, out, x, weight),
-                 lambda g, out, x, weight, bias: _matmul_vjp(1, g, out, x, weight),
-                 lambda g, out, x, weight, bias: unbroadcast(g, bias.shape),
-       call=affine, sample=_affine_sample, torch=lambda torch, x, weight, bias: x @ weight + bias)
+defvjp(
+    "affine",
+    lambda g, out, x, weight, bias: _matmul_vjp(0, g, out, x, weight),
+    lambda g, out, x, weight, bias: _matmul_vjp(1, g, out, x, weight),
+    lambda g, out, x, weight, bias: unbroadcast(g, bias.shape),
+    call=affine,
+    sample=_affine_sample,
+    torch=lambda torch, x, weight, bias: x @ weight + bias,
+)
 defvjp("neg", lambda g, out, a: -g)
 defvjp("exp", lambda g, out, a: g * out)
 defvjp("log", lambda g, out, a: g / a, sample=elementwise((0.1, 4.0)))
@@ -998,36 +1103,88 @@ defvjp("sigmoid", lambda g, out, a: g * out * (1.0 - out))
 defvjp("relu", lambda g, out, a: g * (a.data > 0))
 defvjp("sqrt", lambda g, out, a: g / (2.0 * out), sample=elementwise((0.1, 4.0)))
 defvjp("abs", lambda g, out, a: g * np.sign(a.data))
-defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)),
-       sample=lambda rng: (elementwise((-2.0, 2.0))(rng)[0], {"low": -1.0, "high": 0.5}),
-       torch=lambda torch, a, low, high: torch.clamp(a, low, high))
-defvjp("where", lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),
-                lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape),
-       call=lambda x, y, cond: where(cond, x, y), sample=_where_sample,
-       torch=lambda torch, x, y, cond: torch.where(torch.as_tensor(cond), x, y))
-defvjp("sum", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims),
-       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.sum(a, dim=_torch_axis(a, axis), keepdim=keepdims))
-defvjp("mean", lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims) * (out.size / max(a.size, 1)),
-       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.mean(a, dim=_torch_axis(a, axis), keepdim=keepdims))
-defvjp("max", _max_vjp,
-       sample=reduction, torch=lambda torch, a, axis, keepdims: torch.amax(a, dim=_torch_axis(a, axis), keepdim=keepdims))
-defvjp("softmax", lambda g, out, a, axis: out * (g - (g * out).sum(axis=axis, keepdims=True)),
-       sample=along_axis, torch=lambda torch, a, axis: torch.softmax(a, dim=axis))
-defvjp("log_softmax", lambda g, out, a, axis: g - out.exp() * g.sum(axis=axis, keepdims=True),
-       sample=along_axis, torch=lambda torch, a, axis: torch.log_softmax(a, dim=axis))
-defvjp("reshape", lambda g, out, a: g.reshape(a.shape),
-       call=lambda a, shape: a.reshape(shape), sample=_reshape_sample, torch=lambda torch, a, shape: a.reshape(shape))
-defvjp("transpose", lambda g, out, a, axes: g.transpose(*np.argsort(axes)),
-       call=lambda a, axes: a.transpose(axes), sample=_transpose_sample, torch=lambda torch, a, axes: a.permute(axes))
-defvjp("broadcast_to", lambda g, out, a: unbroadcast(g, a.shape),
-       call=lambda a, shape: a.broadcast_to(shape), sample=_broadcast_to_sample,
-       torch=lambda torch, a, shape: a.broadcast_to(shape))
-defvjp("getitem", lambda g, out, a, index: _scatter_add(g, index, a.shape),
-       call=lambda a, index: a[index], sample=_getitem_sample,
-       torch=lambda torch, a, index: a[tuple(torch.as_tensor(i) if isinstance(i, np.ndarray) else i for i in index)])
-defvjp("scatter_add", lambda g, out, src, index, shape: g[index],
-       call=_scatter_add, sample=_scatter_add_sample, torch=None)
+defvjp(
+    "clip",
+    lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)),
+    sample=lambda rng: (elementwise((-2.0, 2.0))(rng)[0], {"low": -1.0, "high": 0.5}),
+    torch=lambda torch, a, low, high: torch.clamp(a, low, high),
+)
+defvjp(
+    "where",
+    lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),
+    lambda g, out, x, y, cond: unbroadcast(where(cond, 0.0, g), y.shape),
+    call=lambda x, y, cond: where(cond, x, y),
+    sample=_where_sample,
+    torch=lambda torch, x, y, cond: torch.where(torch.as_tensor(cond), x, y),
+)
+defvjp(
+    "sum",
+    lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims),
+    sample=reduction,
+    torch=lambda torch, a, axis, keepdims: torch.sum(a, dim=_torch_axis(a, axis), keepdim=keepdims),
+)
+defvjp(
+    "mean",
+    lambda g, out, a, axis, keepdims: _expand(g, a.shape, axis, keepdims) * (out.size / max(a.size, 1)),
+    sample=reduction,
+    torch=lambda torch, a, axis, keepdims: torch.mean(a, dim=_torch_axis(a, axis), keepdim=keepdims),
+)
+defvjp(
+    "max",
+    _max_vjp,
+    sample=reduction,
+    torch=lambda torch, a, axis, keepdims: torch.amax(a, dim=_torch_axis(a, axis), keepdim=keepdims),
+)
+defvjp(
+    "softmax",
+    lambda g, out, a, axis: out * (g - (g * out).sum(axis=axis, keepdims=True)),
+    sample=along_axis,
+    torch=lambda torch, a, axis: torch.softmax(a, dim=axis),
+)
+defvjp(
+    "log_softmax",
+    lambda g, out, a, axis: g - out.exp() * g.sum(axis=axis, keepdims=True),
+    sample=along_axis,
+    torch=lambda torch, a, axis: torch.log_softmax(a, dim=axis),
+)
+defvjp(
+    "reshape",
+    lambda g, out, a: g.reshape(a.shape),
+    call=lambda a, shape: a.reshape(shape),
+    sample=_reshape_sample,
+    torch=lambda torch, a, shape: a.reshape(shape),
+)
+defvjp(
+    "transpose",
+    lambda g, out, a, axes: g.transpose(*np.argsort(axes)),
+    call=lambda a, axes: a.transpose(axes),
+    sample=_transpose_sample,
+    torch=lambda torch, a, axes: a.permute(axes),
+)
+defvjp(
+    "broadcast_to",
+    lambda g, out, a: unbroadcast(g, a.shape),
+    call=lambda a, shape: a.broadcast_to(shape),
+    sample=_broadcast_to_sample,
+    torch=lambda torch, a, shape: a.broadcast_to(shape),
+)
+defvjp(
+    "getitem",
+    lambda g, out, a, index: _scatter_add(g, index, a.shape),
+    call=lambda a, index: a[index],
+    sample=_getitem_sample,
+    torch=lambda torch, a, index: a[tuple(torch.as_tensor(i) if isinstance(i, np.ndarray) else i for i in index)],
+)
+defvjp(
+    "scatter_add", lambda g, out, src, index, shape: g[index], call=_scatter_add, sample=_scatter_add_sample, torch=None
+)
 defvjp("identity", lambda g, out, a: g, call=lambda a: record("identity", a._data, (a,)), torch=None)
-defvjp_argnum("stack", _stack_vjp, call=lambda *parts, axis: stack(parts, axis=axis), sample=_stack_sample,
-              torch=lambda torch, *parts, axis: torch.stack(parts, dim=axis))
+defvjp_argnum(
+    "stack",
+    _stack_vjp,
+    call=lambda *parts, axis: stack(parts, axis=axis),
+    sample=_stack_sample,
+    torch=lambda torch, *parts, axis: torch.stack(parts, dim=axis),
+)
 defvjp_argnum("first_order", _first_order_vjp, torch=None)  # wraps the results of order=1 rules
+# fmt: on

@@ -8,6 +8,7 @@ nodes one step away (parents when walking from an output towards the inputs, chi
 when walking from an input towards the outputs). Nodes are told apart by identity, so
 objects that overload ``==`` (tensors) work too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

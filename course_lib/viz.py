@@ -20,6 +20,7 @@ SVG on every run. Graphs of more than ``max_nodes`` nodes are refused (graphviz 
 spend minutes laying out a drawing nobody can read); counting stops at the limit, so
 the refusal is immediate however big the graph is.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -73,13 +74,20 @@ def draw_graph(
     nodes = evaluation_order(*roots) if explicit else _walk(roots, parents)
     if rankdir == "auto":
         rankdir = _narrower_layout(nodes, parents, ops_are_nodes=not explicit)
-    graph_attr = {"rankdir": rankdir, "ranksep": "0.3", "nodesep": "0.25", **({"size": size} if size else {}),
-                  **({"label": title, "labelloc": "b", "fontsize": FONT_SIZE} if title else {})}
+    graph_attr = {
+        "rankdir": rankdir,
+        "ranksep": "0.3",
+        "nodesep": "0.25",
+        **({"size": size} if size else {}),
+        **({"label": title, "labelloc": "b", "fontsize": FONT_SIZE} if title else {}),
+    }
     dot = graphviz.Digraph(graph_attr=graph_attr, node_attr={"fontsize": FONT_SIZE})
     style = _Style(
         step={id(node): k for k, node in enumerate(order or (), start=1)},
-        digits=digits, stacked=rankdir == "TB",
-        highlight={id(node) for node in highlight}, grads=grads,
+        digits=digits,
+        stacked=rankdir == "TB",
+        highlight={id(node) for node in highlight},
+        grads=grads,
     )
     if explicit:
         _draw_explicit_graph(dot, nodes, style)
@@ -91,8 +99,14 @@ def draw_graph(
 class _Style:
     """How the boxes of one drawing are labelled and filled."""
 
-    def __init__(self, step: dict[int, int], digits: int, stacked: bool, highlight: set[int],
-                 grads: Mapping[int, float | None] | None) -> None:
+    def __init__(
+        self,
+        step: dict[int, int],
+        digits: int,
+        stacked: bool,
+        highlight: set[int],
+        grads: Mapping[int, float | None] | None,
+    ) -> None:
         self.step, self.digits, self.stacked, self.highlight, self.grads = step, digits, stacked, highlight, grads
 
     def label(self, fields: list[str]) -> str:
@@ -111,7 +125,7 @@ class _Style:
 
 
 def _narrower_layout(nodes: list, parents: Any, ops_are_nodes: bool) -> str:
-    """"TB" when the graph has more levels than nodes on its broadest level, else "LR"."""
+    """ "TB" when the graph has more levels than nodes on its broadest level, else "LR"."""
     level: dict[int, int] = {}
     for node in nodes:  # parents come before children in ``nodes``
         step = 2 if ops_are_nodes and parents(node) else 1  # an op ellipse sits between levels
@@ -164,7 +178,8 @@ def _check_size(roots: list, parents: Any, max_nodes: int) -> None:
             raise ValueError(
                 f"draw_graph: the graph has more than max_nodes={max_nodes} nodes, too many to draw readably "
                 "(and graphviz would take minutes to lay it out). Draw a smaller piece (one layer, a shorter "
-                "chain, a few inputs) or pass a larger max_nodes")
+                "chain, a few inputs) or pass a larger max_nodes"
+            )
 
 
 def _walk(roots: list, parents: Any) -> list:

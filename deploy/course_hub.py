@@ -13,6 +13,7 @@ As root, once (and again after changing a role's files; it is idempotent):
 
     python3 deploy/course_hub.py apply
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,12 +63,16 @@ def role_of(user: str, settings: Settings) -> str | None:
 def apply(settings: Settings) -> list[str]:
     """Set the machine up for the course; returns what it did, one line per step."""
     if os.geteuid() != 0:
-        raise SystemExit("ERROR: run as root (it creates the exchange, sets homes' modes and writes "
-                         f"{settings.roles}): sudo python3 {sys.argv[0]} apply")
+        raise SystemExit(
+            "ERROR: run as root (it creates the exchange, sets homes' modes and writes "
+            f"{settings.roles}): sudo python3 {sys.argv[0]} apply"
+        )
     instructors = sorted(members(settings.instructors))
     if not instructors:
-        raise SystemExit(f"ERROR: the group {settings.instructors!r} has no members: add the instructors "
-                         f"first (groupadd {settings.instructors}; usermod -aG {settings.instructors} NAME)")
+        raise SystemExit(
+            f"ERROR: the group {settings.instructors!r} has no members: add the instructors "
+            f"first (groupadd {settings.instructors}; usermod -aG {settings.instructors} NAME)"
+        )
     done = []
     # The exchange's root: everyone may create, nobody may remove or rename what others made.
     settings.exchange.mkdir(parents=True, exist_ok=True)

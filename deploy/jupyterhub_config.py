@@ -10,6 +10,7 @@ nbgrader's assignment list only; members of AUTODIFF_INSTRUCTORS also get the fo
 the course list, on their clone of the course, and the hub's DB_URL (the gradebook).
 Settings: deploy/course_hub.py.
 """
+
 import os
 import shutil
 import sys
@@ -28,8 +29,10 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.db_url = os.environ.get("AUTODIFF_HUB_DB", "sqlite:////srv/jupyterhub/jupyterhub.sqlite")
 c.JupyterHub.cookie_secret_file = os.environ.get("AUTODIFF_HUB_SECRET", "/srv/jupyterhub/cookie_secret")
 c.ConfigurableHTTPProxy.command = [
-    os.environ.get("AUTODIFF_PROXY") or shutil.which("configurable-http-proxy")
-    or str(Path(__file__).resolve().parent / "proxy/node_modules/.bin/configurable-http-proxy")]
+    os.environ.get("AUTODIFF_PROXY")
+    or shutil.which("configurable-http-proxy")
+    or str(Path(__file__).resolve().parent / "proxy/node_modules/.bin/configurable-http-proxy")
+]
 
 # Who may log in: the course's two groups (PAM checks the password).
 c.PAMAuthenticator.allowed_groups = {settings.students, settings.instructors}

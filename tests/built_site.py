@@ -1,4 +1,5 @@
 """The book built strictly into a temporary folder, once per test session, and where a page lands in it."""
+
 from __future__ import annotations
 
 import fcntl
@@ -36,8 +37,12 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ensure_mathjax(ROOT)
             shutil.rmtree(out, ignore_errors=True)
             env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-            proc = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
-                                   "-W", "-n", "--keep-going"], env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                [str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             assert proc.returncode == 0, f"the strict book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
             (out / "built").touch()
     return out / "_build" / "html"

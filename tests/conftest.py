@@ -1,4 +1,5 @@
 """Fixtures shared by the test modules."""
+
 import gc
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Notebook helpers shared by the grading-pipeline tests."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,8 +30,9 @@ def nbgrader_meta(cell) -> dict:
 
 
 def answer_cells(nb) -> dict[str, nbformat.NotebookNode]:
-    return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells
-            if nbgrader_meta(c).get("solution") and c.cell_type == "code"}
+    return {
+        nbgrader_meta(c)["grade_id"]: c for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"
+    }
 
 
 def graded_cells(nb) -> dict[str, nbformat.NotebookNode]:
@@ -39,8 +41,7 @@ def graded_cells(nb) -> dict[str, nbformat.NotebookNode]:
 
 def nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
 

@@ -1,5 +1,6 @@
 """The text of an executed notebook, as the tests look it up: what it displays, what its tagged
 cells print, and its prose."""
+
 from __future__ import annotations
 
 from pathlib import Path

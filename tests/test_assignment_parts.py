@@ -5,6 +5,7 @@ course map; ps10, which compares with PyTorch, stops at its Tools cell with one 
 what to install when PyTorch is missing (instead of grading skipped cells), and the README tells
 instructors so; ps11 measures costs by counting operations, so its numbers are exact.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,8 +48,9 @@ def test_ps10_without_pytorch_stops_at_the_tools_cell_saying_what_to_install():
 
 def test_readme_says_grading_ps10_needs_pytorch():
     text = " ".join((ROOT / "README.md").read_text().split())
-    assert re.search(r"\*\*ps10\*\*.*needs \*\*PyTorch\*\*.*requirements-oracles\.txt", text), \
+    assert re.search(r"\*\*ps10\*\*.*needs \*\*PyTorch\*\*.*requirements-oracles\.txt", text), (
         "README must say that grading ps10 needs PyTorch (and which version)"
+    )
 
 
 def test_ps11_counts_are_exact_and_the_reverse_ratio_is_bounded():

@@ -13,6 +13,7 @@ process) grades a small class of crafted submissions in one run:
 
 Scores are read back from nbgrader's gradebook, where the grader records them.
 """
+
 from __future__ import annotations
 
 import ast
@@ -49,8 +50,7 @@ class GradedCourse:
         submissions = {
             "solution": fill_in(self.release, self.source, {}),
             "untouched": self.release,
-            "loop": fill_in(self.release, self.source,
-                            {first_answer: "while True:\n    pass\n" + first_cell.source}),
+            "loop": fill_in(self.release, self.source, {first_answer: "while True:\n    pass\n" + first_cell.source}),
         }
         for mistake, spec in self.mistakes.items():
             submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
@@ -89,11 +89,13 @@ def test_regenerating_reproduces_exercises_byte_for_byte(course):
     generated = course.root / "exercises" / course.assignment
     committed = ROOT / "exercises" / course.assignment
     files = sorted(p.relative_to(generated) for p in generated.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file()), \
+    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file()), (
         "exercises/ differs from what nbgrader generates: run `make release` and commit the result"
+    )
     for rel in files:
-        assert (generated / rel).read_bytes() == (committed / rel).read_bytes(), \
+        assert (generated / rel).read_bytes() == (committed / rel).read_bytes(), (
             f"exercises/{course.assignment}/{rel} is stale or hand-edited: run `make release`"
+        )
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -115,8 +117,9 @@ def test_assignment_is_well_formed(assignment):
         visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
         assert visible.strip(), f"{grade_id}: keep at least one visible line in every test cell"
         body = ast.parse(cell.source).body
-        assert body and not isinstance(body[-1], ast.Expr), \
+        assert body and not isinstance(body[-1], ast.Expr), (
             f"{grade_id}: the last statement is an expression; end test cells with asserts"
+        )
     assert load_mistakes(assignment), f"tests/mistakes/{assignment}.py must list a typical mistake"
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert "COURSE_LIB" in first.source, "the first code cell must be the course_lib set-up cell"
@@ -140,10 +143,13 @@ def test_typical_mistakes_score_partial_credit(course):
         score, max_score, parts = course.scores(student)
         assert 0 < score < max_score, f"{mistake}: {score}/{max_score} is not partial credit ({parts})"
         failed = {name for name, points in parts.items() if points == 0}
-        assert failed == set(spec["fails"]), f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
+        assert failed == set(spec["fails"]), (
+            f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
+        )
         shown = "".join(course.feedback(student)[grade_id] for grade_id in spec["fails"])
-        assert spec["message"] in shown, \
+        assert spec["message"] in shown, (
             f"{mistake}: the failing test should tell the student '{spec['message']}', it showed: {shown[:500]}"
+        )
 
 
 def test_endless_loop_costs_one_part_only(course):

@@ -1,4 +1,5 @@
 """check: central differences and gradient checking."""
+
 from __future__ import annotations
 
 import math

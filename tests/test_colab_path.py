@@ -14,6 +14,7 @@ end; student notebooks run their visible tests with the solution filled in.
 Takes a few minutes (the environment is built once per module; pip uses its cache). Run alone with
 ``pytest tests/test_colab_path.py -n 0 -p no:cacheprovider``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,6 +31,7 @@ from pathlib import Path
 import course  # tools/course.py
 import nbformat
 import pytest
+from built_site import html_path
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
@@ -37,7 +39,6 @@ from nbclient.exceptions import CellExecutionError
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
 from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
-from built_site import html_path
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
 # Assignments that compare with PyTorch cannot run without it: their Tools cell says what to install.
@@ -45,9 +46,11 @@ NEEDS_PYTORCH = [p for p in STUDENT_NOTEBOOKS if p.parent.name == "ps10_pytorch_
 WITHOUT_PYTORCH = [p for p in STUDENT_NOTEBOOKS if p not in NEEDS_PYTORCH]
 # Colab's preinstalled packages that the course uses. torch and jax carry the oracles' exact pins:
 # a looser torch spec can pull the multi-GB CUDA build.
-ORACLES = [req for line in (ROOT / "requirements-oracles.txt").read_text().splitlines()
-           if line.strip() and not line.lstrip().startswith("#")
-           and (req := Requirement(line)).name in {"torch", "jax"}]
+ORACLES = [
+    req
+    for line in (ROOT / "requirements-oracles.txt").read_text().splitlines()
+    if line.strip() and not line.lstrip().startswith("#") and (req := Requirement(line)).name in {"torch", "jax"}
+]
 COLAB_PACKAGES = ["ipykernel", "numpy", "matplotlib", "graphviz", *map(str, ORACLES)]
 CELL_TIMEOUT = 300  # seconds; the set-up cell's pip install is the slowest cell
 
@@ -68,16 +71,26 @@ def python_env(base: Path, packages: list[str], course_lib_spec: str) -> Colab:
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
     main_bin = Path(sys.executable).parent.resolve()
-    path = [str(python.parent)] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
-                                   if p and Path(p).resolve() != main_bin]
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "JUPYTER_PATH", "MPLBACKEND"}}
+    path = [str(python.parent)] + [
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != main_bin
+    ]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "JUPYTER_PATH", "MPLBACKEND"}
+    }
     env.update(PATH=os.pathsep.join(path), PYTHONNOUSERSITE="1", COURSE_LIB=course_lib_spec)
     spec = base / "kernels" / "colab"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Colab-like Python", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Colab-like Python",
+                "language": "python",
+            }
+        )
+    )
     runtime = Colab(python, spec.parent, env)
     proc = runtime.run("-m", "pip", "install", "-q", *packages, cwd=base)
     assert proc.returncode == 0, f"could not build the environment:\n{proc.stderr[-3000:]}"
@@ -100,8 +113,10 @@ def wheel_only(tmp_path_factory):
     assert dist.returncode == 0, dist.stdout + dist.stderr
     [wheel] = (ROOT / "dist").glob("course_lib-*.whl")
     shutil.copy(wheel, base / wheel.name)
-    runtime_deps = [str(r) for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())
-                                        ["project"]["dependencies"])]
+    runtime_deps = [
+        str(r)
+        for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    ]
     yield python_env(base, ["ipykernel", *runtime_deps], str(base / wheel.name))
     shutil.rmtree(base, ignore_errors=True)
 
@@ -132,8 +147,9 @@ def run_like_colab(colab: Colab, nb: nbformat.NotebookNode, name: str, tmp_path:
     where = colab.run("-c", "import course_lib; print(course_lib.__file__)", cwd=tmp_path)
     assert where.returncode == 0, f"the set-up cell did not install course_lib:\n{where.stderr}"
     installed = Path(where.stdout.strip())
-    assert installed.is_relative_to(colab.python.parent.parent) and not installed.is_relative_to(ROOT), \
+    assert installed.is_relative_to(colab.python.parent.parent) and not installed.is_relative_to(ROOT), (
         f"course_lib must be a plain install inside the environment, found it at {installed}"
+    )
     assert sorted(p.name for p in content.iterdir()) == [name], "the notebook wrote files next to itself"
     return nb
 
@@ -169,8 +185,10 @@ def test_student_notebook_runs_its_visible_tests_like_in_colab(colab, path, tmp_
 def test_the_wheel_alone_runs_the_set_up_cell_and_prints_its_version(wheel_only, tmp_path):
     import course_lib
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP_CELL)],
-                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(SETUP_CELL)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
     nb = run_like_colab(wheel_only, nb, "setup.ipynb", tmp_path)
     stdout = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stdout")
     assert stdout.strip().splitlines()[-1] == f"course_lib {course_lib.__version__}"
@@ -223,9 +241,33 @@ def test_runtime_dependencies_are_only_numpy_matplotlib_graphviz():
 
 
 # Standard-library modules removed in Python 3.12 and 3.13 (Colab runs 3.12 or 3.13).
-REMOVED_MODULES = {"distutils", "imp", "asynchat", "asyncore", "smtpd", "aifc", "audioop", "cgi", "cgitb",
-                   "chunk", "crypt", "imghdr", "mailcap", "msilib", "nis", "nntplib", "ossaudiodev", "pipes",
-                   "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib", "lib2to3"}
+REMOVED_MODULES = {
+    "distutils",
+    "imp",
+    "asynchat",
+    "asyncore",
+    "smtpd",
+    "aifc",
+    "audioop",
+    "cgi",
+    "cgitb",
+    "chunk",
+    "crypt",
+    "imghdr",
+    "mailcap",
+    "msilib",
+    "nis",
+    "nntplib",
+    "ossaudiodev",
+    "pipes",
+    "sndhdr",
+    "spwd",
+    "sunau",
+    "telnetlib",
+    "uu",
+    "xdrlib",
+    "lib2to3",
+}
 SOURCES = sorted((ROOT / "course_lib").rglob("*.py"))
 
 
@@ -233,10 +275,14 @@ SOURCES = sorted((ROOT / "course_lib").rglob("*.py"))
 def test_course_lib_is_python_3_11_to_3_13(path):
     tree = ast.parse(path.read_text(), filename=str(path), feature_version=(3, 11))
     compile(tree, str(path), "exec")
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+    }
     assert not imported & REMOVED_MODULES, f"modules gone in Python 3.12/3.13: {imported & REMOVED_MODULES}"
 
 
@@ -258,8 +304,9 @@ def test_launch_buttons_agree_with_the_course_identity(site, page):
 
 
 def test_pages_without_a_notebook_have_no_colab_button(site):
-    others = [p for p in site.rglob("*.html") if p.relative_to(site).as_posix() not in
-              {html_path(nb) for nb in NOTEBOOKS}]
+    others = [
+        p for p in site.rglob("*.html") if p.relative_to(site).as_posix() not in {html_path(nb) for nb in NOTEBOOKS}
+    ]
     assert others, "no non-notebook pages found"
     with_button = [p.relative_to(site).as_posix() for p in others if COLAB_LINK.search(p.read_text())]
     assert with_button == [], f"Colab buttons on pages that are not notebooks: {with_button}"

@@ -1,4 +1,5 @@
 """course_lib.datasets: the Iris data shipped inside the package."""
+
 from __future__ import annotations
 
 import csv

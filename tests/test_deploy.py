@@ -1,6 +1,7 @@
 """The Kubernetes recipe of deploy/, checked offline: the Zero to JupyterHub values against a
 schema of the chart's options, the cross-references between the values and the exchange
 volume's manifest, and the hub's role hook run on stand-in spawners."""
+
 from __future__ import annotations
 
 import copy
@@ -12,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+
 from course_grader.database import course_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,13 +41,16 @@ def test_the_values_fit_the_charts_options(values):
     assert errors == []
 
 
-@pytest.mark.parametrize("mistake", [
-    lambda v: v["singleuser"]["storage"].update(extraVolumeMount=[]),      # a misspelt key
-    lambda v: v["hub"]["db"].update(type="postgresql"),                     # not a db type
-    lambda v: v["singleuser"]["image"].pop("tag"),                          # a required key
-    lambda v: v["singleuser"]["storage"]["extraVolumeMounts"][0].pop("mountPath"),
-    lambda v: v.update(singeluser={}),
-])
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda v: v["singleuser"]["storage"].update(extraVolumeMount=[]),  # a misspelt key
+        lambda v: v["hub"]["db"].update(type="postgresql"),  # not a db type
+        lambda v: v["singleuser"]["image"].pop("tag"),  # a required key
+        lambda v: v["singleuser"]["storage"]["extraVolumeMounts"][0].pop("mountPath"),
+        lambda v: v.update(singeluser={}),
+    ],
+)
 def test_the_schema_catches_typical_mistakes(values, mistake):
     broken = copy.deepcopy(values)
     mistake(broken)
@@ -79,7 +84,8 @@ def test_every_user_has_a_distinct_uid_and_instructors_are_admins(values):
     assert set(auth["allowed_users"]) == set(uids)
     assert set(course["instructors"]) <= set(auth["admin_users"]) <= set(uids)
     assert values["singleuser"]["extraEnv"]["AUTODIFF_UIDS"].startswith(
-        values["singleuser"]["storage"]["extraVolumeMounts"][1]["mountPath"] + "/")
+        values["singleuser"]["storage"]["extraVolumeMounts"][1]["mountPath"] + "/"
+    )
 
 
 class StandInSpawner:

@@ -1,6 +1,7 @@
 """Exercises of chapters 1 to 7: at least three per chapter with a solution hidden in a dropdown,
 and a coding exercise whose check, run on the stub the reader sees, says "not written yet" and,
 run on the published solution, says every case is right."""
+
 from __future__ import annotations
 
 import contextlib
@@ -76,8 +77,11 @@ def test_chapter_links_notation_ends_with_a_summary_and_keeps_plotting_out(path)
     assert "hide-input" in code[0].metadata.get("tags", []), "the set-up cell is folded"
     plotting = [c.source[:60] for c in code if re.search(r"\bplt\.|\bax\.|subplots\(", c.source)]
     assert plotting == [], f"plotting code belongs in course_lib.figures: {plotting}"
-    figure_calls = [c.source for c in code if "figures." in c.source and "import" not in c.source
-                    and "use_course_style" not in c.source]
+    figure_calls = [
+        c.source
+        for c in code
+        if "figures." in c.source and "import" not in c.source and "use_course_style" not in c.source
+    ]
     assert all(len(c.splitlines()) == 1 for c in figure_calls), "a figure cell shows one call"
 
 

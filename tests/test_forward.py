@@ -1,4 +1,5 @@
 """forward: dual numbers, tagged nesting (no perturbation confusion), derivative and jvp."""
+
 from __future__ import annotations
 
 import math
@@ -46,13 +47,22 @@ def test_each_rule_on_a_seeded_dual(make, value, tangent):
 
 def test_two_duals_combine_their_tangents():
     a, b = Dual(2.0, 1.0), Dual(5.0, 0.0)  # seed a: the tangents are d/da
-    out = (a.log() + a * b - b.sin())
+    out = a.log() + a * b - b.sin()
     assert out.primal == pytest.approx(11.652, abs=5e-4)
     assert out.tangent == pytest.approx(5.5)
 
 
-@pytest.mark.parametrize("make", [lambda d: d + "a", lambda d: None * d, lambda d: d / None,
-                                  lambda d: [1] - d, lambda d: d ** "2", lambda d: "2" ** d])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: d + "a",
+        lambda d: None * d,
+        lambda d: d / None,
+        lambda d: [1] - d,
+        lambda d: d ** "2",
+        lambda d: "2" ** d,
+    ],
+)
 def test_unknown_operand_types_raise_type_error(make):
     with pytest.raises(TypeError, match="unsupported operand"):
         make(Dual(1.0, 1.0))

@@ -1,4 +1,5 @@
 """course_lib.functional: grad, value_and_grad, vjp, jvp, jacobian, hessian (nesting, JAX as oracle)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -75,7 +76,10 @@ def test_grad_works_inside_no_grad():
 def test_value_and_grad_and_argnum():
     value, g = value_and_grad(lambda x, y: (x * y).sum())(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     assert value.item() == 11.0 and g.data.tolist() == [3.0, 4.0]
-    assert grad(lambda x, y: (x * y).sum(), argnum=1)(np.array([1.0, 2.0]), np.array([3.0, 4.0])).data.tolist() == [1.0, 2.0]
+    assert grad(lambda x, y: (x * y).sum(), argnum=1)(np.array([1.0, 2.0]), np.array([3.0, 4.0])).data.tolist() == [
+        1.0,
+        2.0,
+    ]
     gx, gy = grad(lambda x, y: x * y * y, argnum=(0, 1))(2.0, 3.0)
     assert (gx.item(), gy.item()) == (9.0, 12.0)
 
@@ -145,7 +149,9 @@ def h_ours(x):
     return exp(sin(x)) * cos(x) + tanh(x) ** 2
 
 
-jax_fourth = jax.jit(jax.grad(jax.grad(jax.grad(jax.grad(lambda x: jnp.exp(jnp.sin(x)) * jnp.cos(x) + jnp.tanh(x) ** 2)))))
+jax_fourth = jax.jit(
+    jax.grad(jax.grad(jax.grad(jax.grad(lambda x: jnp.exp(jnp.sin(x)) * jnp.cos(x) + jnp.tanh(x) ** 2))))
+)
 
 
 @SETTINGS

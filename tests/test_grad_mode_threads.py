@@ -1,5 +1,6 @@
 """Grad mode is per thread, as in PyTorch: one thread's no_grad() never costs another thread
 its gradients, and overlapping switches in two threads never leave recording off."""
+
 from __future__ import annotations
 
 import threading
@@ -70,8 +71,7 @@ def test_overlapping_switches_in_two_threads_leave_each_mode_as_it_should_be():
     ta.join(10)
     tb.join(10)
     assert not ea and not eb, ea + eb
-    assert modes == {"a inside": False, "a after": True, "b inside": True, "b after": True,
-                     "b grad": [12.0]}
+    assert modes == {"a inside": False, "a after": True, "b inside": True, "b after": True, "b grad": [12.0]}
     assert is_grad_enabled()
 
 

@@ -1,4 +1,5 @@
 """graph: the explicit-graph engine, its sweeps and the tables the chapters print."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,24 @@ import pytest
 
 from course_lib import graph
 from course_lib.graph import (
-    Node, add, adjoint_table, cos, div, evaluation_order, evaluation_trace, exp, format_table, forward,
-    log, mul, node_names, reverse, sin, sub, tangent_table, topological_order_forward,
+    Node,
+    add,
+    adjoint_table,
+    cos,
+    div,
+    evaluation_order,
+    evaluation_trace,
+    exp,
+    format_table,
+    forward,
+    log,
+    mul,
+    node_names,
+    reverse,
+    sin,
+    sub,
+    tangent_table,
+    topological_order_forward,
     topological_order_reverse,
 )
 
@@ -213,8 +230,13 @@ def test_evaluation_trace_rows():
     *_, y = example()
     rows = evaluation_trace(y)
     assert [(name, expr) for name, expr, _ in rows] == [
-        ("x1", ""), ("x2", ""), ("v1", "log x1"), ("v2", "x1 × x2"), ("v3", "sin x2"),
-        ("v4", "v1 + v2"), ("v5", "v4 − v3"),
+        ("x1", ""),
+        ("x2", ""),
+        ("v1", "log x1"),
+        ("v2", "x1 × x2"),
+        ("v3", "sin x2"),
+        ("v4", "v1 + v2"),
+        ("v5", "v4 − v3"),
     ]
     assert [round(value, 3) for *_, value in rows] == [2.0, 5.0, 0.693, 10.0, -0.959, 10.693, 11.652]
 
@@ -223,8 +245,13 @@ def test_tangent_table_rows():
     x1, *_, y = example()
     rows = tangent_table(x1, y)
     assert rows == [
-        ("ẋ1", "", 1.0), ("ẋ2", "", 0.0), ("v̇1", "ẋ1 / x1", 0.5), ("v̇2", "ẋ1 × x2 + ẋ2 × x1", 5.0),
-        ("v̇3", "ẋ2 × cos x2", 0.0), ("v̇4", "v̇1 + v̇2", 5.5), ("v̇5", "v̇4 − v̇3", 5.5),
+        ("ẋ1", "", 1.0),
+        ("ẋ2", "", 0.0),
+        ("v̇1", "ẋ1 / x1", 0.5),
+        ("v̇2", "ẋ1 × x2 + ẋ2 × x1", 5.0),
+        ("v̇3", "ẋ2 × cos x2", 0.0),
+        ("v̇4", "v̇1 + v̇2", 5.5),
+        ("v̇5", "v̇4 − v̇3", 5.5),
     ]
 
 
@@ -232,8 +259,13 @@ def test_adjoint_table_rows():
     *_, y = example()
     rows = adjoint_table(y)
     assert [(name, expr) for name, expr, _ in rows] == [
-        ("v̄5", ""), ("v̄4", "v̄5"), ("v̄3", "−v̄5"), ("v̄2", "v̄4"), ("v̄1", "v̄4"),
-        ("x̄2", "v̄2 × x1 + v̄3 × cos x2"), ("x̄1", "v̄1 / x1 + v̄2 × x2"),
+        ("v̄5", ""),
+        ("v̄4", "v̄5"),
+        ("v̄3", "−v̄5"),
+        ("v̄2", "v̄4"),
+        ("v̄1", "v̄4"),
+        ("x̄2", "v̄2 × x1 + v̄3 × cos x2"),
+        ("x̄1", "v̄1 / x1 + v̄2 × x2"),
     ]
     assert [round(value, 3) for *_, value in rows] == [1.0, 1.0, -1.0, 1.0, 1.0, 1.716, 5.5]
 
@@ -258,8 +290,21 @@ def test_format_table_aligns_columns_despite_accents():
 
 
 def test_module_exports_the_plan_api():
-    for name in ("Node", "add", "sub", "mul", "div", "log", "sin", "cos", "exp", "topological_order_forward",
-                 "topological_order_reverse", "forward", "reverse"):
+    for name in (
+        "Node",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "log",
+        "sin",
+        "cos",
+        "exp",
+        "topological_order_forward",
+        "topological_order_reverse",
+        "forward",
+        "reverse",
+    ):
         assert callable(getattr(graph, name))
 
 

@@ -3,6 +3,7 @@
 Each test is a program that used to give a silently wrong (or silently zero) answer; where
 PyTorch has the same situation, its behaviour is checked alongside.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -45,13 +46,17 @@ def test_item_and_float_are_documented_exits_and_grad_says_so_instead_of_returni
         cut.backward()
 
 
-@pytest.mark.parametrize("transform", [
-    lambda f, x: grad(lambda t: f(t).sum())(x),
-    lambda f, x: vjp(f, x)[1](np.ones(2)),
-    lambda f, x: jvp(f, x, np.ones(2)),
-    lambda f, x: jacobian(f)(x),
-    lambda f, x: hessian(lambda t: f(t).sum())(x),
-], ids=["grad", "vjp", "jvp", "jacobian", "hessian"])
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda f, x: grad(lambda t: f(t).sum())(x),
+        lambda f, x: vjp(f, x)[1](np.ones(2)),
+        lambda f, x: jvp(f, x, np.ones(2)),
+        lambda f, x: jacobian(f)(x),
+        lambda f, x: hessian(lambda t: f(t).sum())(x),
+    ],
+    ids=["grad", "vjp", "jvp", "jacobian", "hessian"],
+)
 def test_every_transform_refuses_an_output_that_does_not_depend_on_the_input(transform):
     def cut(t: Tensor) -> Tensor:
         return Tensor(t.data) * 2.0  # .data leaves the graph
@@ -122,13 +127,16 @@ def test_a_boolean_mask_tensor_selects_like_numpy_and_torch():
         x[Tensor([0.5])]
 
 
-@pytest.mark.parametrize("bad, pattern", [
-    ("3", r"real numbers.*str.*float\(\.\.\.\)"),
-    (None, r"real numbers.*NoneType"),
-    (np.array([1.0, None], dtype=object), r"real numbers.*dtype object"),
-    ([1.0, "a"], r"real numbers"),
-    (1 + 2j, r"real numbers.*complex.*separate Tensors"),
-])
+@pytest.mark.parametrize(
+    "bad, pattern",
+    [
+        ("3", r"real numbers.*str.*float\(\.\.\.\)"),
+        (None, r"real numbers.*NoneType"),
+        (np.array([1.0, None], dtype=object), r"real numbers.*dtype object"),
+        ([1.0, "a"], r"real numbers"),
+        (1 + 2j, r"real numbers.*complex.*separate Tensors"),
+    ],
+)
 def test_tensor_refuses_what_is_not_real_numbers(bad, pattern):
     with pytest.raises(TypeError, match=pattern):
         Tensor(bad)
@@ -155,10 +163,18 @@ def test_empty_reductions_follow_numpy():
         empty.max()
 
 
-@pytest.mark.parametrize("call", [
-    lambda t: t.sum(axis=2), lambda t: t.mean(axis=-3), lambda t: t.max(axis=(0, 5)), lambda t: t.softmax(axis=2),
-    lambda t: t.log_softmax(axis=-3), lambda t: t.transpose(0, 2), lambda t: stack([t, t], axis=4),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.sum(axis=2),
+        lambda t: t.mean(axis=-3),
+        lambda t: t.max(axis=(0, 5)),
+        lambda t: t.softmax(axis=2),
+        lambda t: t.log_softmax(axis=-3),
+        lambda t: t.transpose(0, 2),
+        lambda t: stack([t, t], axis=4),
+    ],
+)
 def test_out_of_range_axes_are_errors_never_wrapped_around(call):
     t = Tensor(np.ones((2, 3)))
     with pytest.raises(np.exceptions.AxisError, match="out of range"):

@@ -7,6 +7,7 @@ gradebook, signal the grader's own process. Beside them, honest hand-ins that ar
 awkward (stderr output, a different floating-point order, a crash in one part) must get what a
 fair human grader would give.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,108 +28,195 @@ from course_grader.parts import secret_lines
 from course_grader.sandbox import Limits
 
 ASSIGNMENT = "ps01_finite_differences"
-PARTS = {"test_forward_difference": 2, "test_central_difference": 2, "test_gradient_fd": 2,
-         "test_gradient_fd_leaves_x_alone": 1, "test_best_step": 2, "test_observed_order": 1}
+PARTS = {
+    "test_forward_difference": 2,
+    "test_central_difference": 2,
+    "test_gradient_fd": 2,
+    "test_gradient_fd_leaves_x_alone": 1,
+    "test_best_step": 2,
+    "test_observed_order": 1,
+}
 FULL = sum(PARTS.values())
-TOKEN = secrets.token_hex(8)                       # the canary in the grader's environment
-SENTINEL = f"SENTINEL-{secrets.token_hex(8)}"      # files attacks try to leave behind
-PROCESS_MARK = secrets.token_hex(8)                # in the command line of processes they start
-JUNK = {"forward_difference": "def forward_difference(f, x, h):\n    return 0.0\n",
-        "central_difference": "def central_difference(f, x, h):\n    return 0.0\n",
-        "gradient_fd": "def gradient_fd(f, x, h=1e-6):\n    return 0.0 * x\n",
-        "best_step": "def best_step(f, x, f_prime, hs, method):\n    return hs[0]\n",
-        "observed_order": "def observed_order(f, x, f_prime, method, h):\n    return 0.0\n"}
+TOKEN = secrets.token_hex(8)  # the canary in the grader's environment
+SENTINEL = f"SENTINEL-{secrets.token_hex(8)}"  # files attacks try to leave behind
+PROCESS_MARK = secrets.token_hex(8)  # in the command line of processes they start
+JUNK = {
+    "forward_difference": "def forward_difference(f, x, h):\n    return 0.0\n",
+    "central_difference": "def central_difference(f, x, h):\n    return 0.0\n",
+    "gradient_fd": "def gradient_fd(f, x, h=1e-6):\n    return 0.0 * x\n",
+    "best_step": "def best_step(f, x, f_prime, hs, method):\n    return hs[0]\n",
+    "observed_order": "def observed_order(f, x, f_prime, method, h):\n    return 0.0\n",
+}
 
 
 def attack(places: dict, port: int, grader_pid: int) -> dict[str, tuple[str, dict[str, float]]]:
     """Hand-ins that attack: student -> (code put before the first answer, expected points)."""
     write_everywhere = "".join(
         f"    try:\n        open({str(Path(p) / SENTINEL)!r} + '-' + who, 'w').write(repr(os.environ))\n"
-        f"    except OSError:\n        pass\n" for p in places.values())
+        f"    except OSError:\n        pass\n"
+        for p in places.values()
+    )
     prelude = f"import os, sys, glob, shutil, socket, signal, subprocess\ndef plant(who):\n{write_everywhere}"
     course, gradebook_copy = places["course"], places["gradebook_copy"]
     # JUNK's gradient_fd leaves x alone, which is all that part asks: 1 point, fairly.
     zero = dict(dict.fromkeys(PARTS, 0.0), test_gradient_fd_leaves_x_alone=1.0)
     return {
-        "print_solutions": (prelude + f"plant('read')\nfor p in glob.glob({course!r} + '/solutions/**/*.ipynb', recursive=True):\n"
-                            "    print(open(p).read())\n", zero),
-        "rewrite_gradebook": (prelude + "import sqlite3\nfor db in (%r, %r):\n    try:\n"
-                              "        c = sqlite3.connect(db); c.execute('update grade set auto_score = 99'); c.commit()\n"
-                              "    except Exception as e:\n        print(e)\n" % (f"{course}/gradebook.db", gradebook_copy), zero),
-        "edit_hidden_tests": (prelude + f"for p in glob.glob({course!r} + '/solutions/**/*.ipynb', recursive=True):\n"
-                              "    try:\n        open(p, 'w').write('{}')\n    except OSError as e:\n        print(e)\n", zero),
-        "delete_classmates": (prelude + f"shutil.rmtree({course!r} + '/submitted/alice', ignore_errors=True)\n"
-                              f"shutil.rmtree({course!r} + '/submissions/alice', ignore_errors=True)\n", zero),
-        "plant_in_course_lib": (prelude + "import course_lib\nplant('lib')\n"
-                                "open(os.path.join(os.path.dirname(course_lib.__file__), %r), 'w')\n" % SENTINEL,
-                                dict.fromkeys(PARTS, 0.0)),  # the refused write stops each cell: nothing defined
-        "daemon": (prelude + f"try:\n    subprocess.Popen(['sleep', '600', {PROCESS_MARK!r}], start_new_session=True)\n"
-                   "except Exception as e:\n    print(e)\ntry:\n    if os.fork() == 0:\n"
-                   f"        import time; time.sleep(5); plant('daemon'); os._exit(0)\nexcept Exception as e:\n    print(e)\n", zero),
-        "network": (prelude + f"for host in ('127.0.0.1', 'localhost'):\n    try:\n"
-                    f"        socket.create_connection((host, {port}), timeout=2).sendall(b{TOKEN!r})\n"
-                    "    except Exception as e:\n        print(e)\n", zero),
+        "print_solutions": (
+            prelude + f"plant('read')\nfor p in glob.glob({course!r} + '/solutions/**/*.ipynb', recursive=True):\n"
+            "    print(open(p).read())\n",
+            zero,
+        ),
+        "rewrite_gradebook": (
+            prelude + f"import sqlite3\nfor db in ({f'{course}/gradebook.db'!r}, {gradebook_copy!r}):\n    try:\n"
+            "        c = sqlite3.connect(db); c.execute('update grade set auto_score = 99'); c.commit()\n"
+            "    except Exception as e:\n        print(e)\n",
+            zero,
+        ),
+        "edit_hidden_tests": (
+            prelude + f"for p in glob.glob({course!r} + '/solutions/**/*.ipynb', recursive=True):\n"
+            "    try:\n        open(p, 'w').write('{}')\n    except OSError as e:\n        print(e)\n",
+            zero,
+        ),
+        "delete_classmates": (
+            prelude + f"shutil.rmtree({course!r} + '/submitted/alice', ignore_errors=True)\n"
+            f"shutil.rmtree({course!r} + '/submissions/alice', ignore_errors=True)\n",
+            zero,
+        ),
+        "plant_in_course_lib": (
+            prelude + "import course_lib\nplant('lib')\n"
+            f"open(os.path.join(os.path.dirname(course_lib.__file__), {SENTINEL!r}), 'w')\n",
+            dict.fromkeys(PARTS, 0.0),
+        ),  # the refused write stops each cell: nothing defined
+        "daemon": (
+            prelude + f"try:\n    subprocess.Popen(['sleep', '600', {PROCESS_MARK!r}], start_new_session=True)\n"
+            "except Exception as e:\n    print(e)\ntry:\n    if os.fork() == 0:\n"
+            f"        import time; time.sleep(5); plant('daemon'); os._exit(0)\nexcept Exception as e:\n    print(e)\n",
+            zero,
+        ),
+        "network": (
+            prelude + f"for host in ('127.0.0.1', 'localhost'):\n    try:\n"
+            f"        socket.create_connection((host, {port}), timeout=2).sendall(b{TOKEN!r})\n"
+            "    except Exception as e:\n        print(e)\n",
+            zero,
+        ),
         "environment": (prelude + "plant('env')\nprint(os.environ)\n", zero),
-        "kill_the_batch": (prelude + f"for pid in ({grader_pid}, os.getppid(), 1):\n    try:\n"
-                           "        os.kill(pid, signal.SIGKILL)\n    except Exception as e:\n        print(e)\n", zero),
+        "kill_the_batch": (
+            prelude + f"for pid in ({grader_pid}, os.getppid(), 1):\n    try:\n"
+            "        os.kill(pid, signal.SIGKILL)\n    except Exception as e:\n        print(e)\n",
+            zero,
+        ),
     }
 
 
 def gaming() -> dict[str, tuple[dict[str, str], dict[str, float]]]:
     """Hand-ins that try to score without the work: student -> (answer cells, expected points)."""
     zero = dict(dict.fromkeys(PARTS, 0.0), test_gradient_fd_leaves_x_alone=1.0)
-    visible_only = ("def forward_difference(f, x, h):\n    return -6.19 if h == 0.1 else -7.0\n"
-                    "import numpy as np\nnp.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n")
-    forged = ("import os, json\nfor fd in range(3, 256):\n    try:\n"
-              "        os.write(fd, (json.dumps({'event': 'verdict', 'passed': True}) + '\\n').encode())\n"
-              "    except OSError:\n        pass\nos._exit(0)\n")
+    visible_only = (
+        "def forward_difference(f, x, h):\n    return -6.19 if h == 0.1 else -7.0\n"
+        "import numpy as np\nnp.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n"
+    )
+    forged = (
+        "import os, json\nfor fd in range(3, 256):\n    try:\n"
+        "        os.write(fd, (json.dumps({'event': 'verdict', 'passed': True}) + '\\n').encode())\n"
+        "    except OSError:\n        pass\nos._exit(0)\n"
+    )
     return {
         "patch_numpy": (dict(JUNK, forward_difference=visible_only), zero),
-        "patch_reference": (dict(JUNK, central_difference="import course_lib.check\n"
-                                 "course_lib.check.numerical_grad = lambda f, x, eps=1e-6: 0.0\n"
-                                 "numerical_grad = course_lib.check.numerical_grad\n" + JUNK["central_difference"]), zero),
-        "input_transformer": (dict(JUNK, forward_difference="get_ipython().input_transformers_post.append(lambda l: [])\n"
-                                   + JUNK["forward_difference"]), zero),
-        "printed_score": (dict(JUNK, forward_difference=JUNK["forward_difference"] + "import sys\nprint(2.0)\n"
-                               "sys.displayhook(2.0)\n2.0\n"), zero),
+        "patch_reference": (
+            dict(
+                JUNK,
+                central_difference="import course_lib.check\n"
+                "course_lib.check.numerical_grad = lambda f, x, eps=1e-6: 0.0\n"
+                "numerical_grad = course_lib.check.numerical_grad\n" + JUNK["central_difference"],
+            ),
+            zero,
+        ),
+        "input_transformer": (
+            dict(
+                JUNK,
+                forward_difference="get_ipython().input_transformers_post.append(lambda l: [])\n"
+                + JUNK["forward_difference"],
+            ),
+            zero,
+        ),
+        "printed_score": (
+            dict(
+                JUNK,
+                forward_difference=JUNK["forward_difference"] + "import sys\nprint(2.0)\nsys.displayhook(2.0)\n2.0\n",
+            ),
+            zero,
+        ),
         "forged_verdict": (dict(JUNK, forward_difference=forged), zero),
-        "tracer": (dict(JUNK, forward_difference="import sys\nsys.settrace(lambda *a: None)\n" + JUNK["forward_difference"]),
-                   zero),
-        "frame_walk": (dict(JUNK, forward_difference="import sys\nframe = sys._getframe()\n"
-                            "while frame.f_back:\n    frame = frame.f_back\nprint(frame.f_locals)\n"
-                            + JUNK["forward_difference"]), zero),
-        "calls_reference": ({"central_difference": "def central_difference(f, x, h):\n"
-                             "    return numerical_grad(f, x, eps=h)\n"},
-                            dict(dict.fromkeys(PARTS, None), test_central_difference=0.0)),
+        "tracer": (
+            dict(JUNK, forward_difference="import sys\nsys.settrace(lambda *a: None)\n" + JUNK["forward_difference"]),
+            zero,
+        ),
+        "frame_walk": (
+            dict(
+                JUNK,
+                forward_difference="import sys\nframe = sys._getframe()\n"
+                "while frame.f_back:\n    frame = frame.f_back\nprint(frame.f_locals)\n" + JUNK["forward_difference"],
+            ),
+            zero,
+        ),
+        "calls_reference": (
+            {"central_difference": "def central_difference(f, x, h):\n    return numerical_grad(f, x, eps=h)\n"},
+            dict(dict.fromkeys(PARTS, None), test_central_difference=0.0),
+        ),
     }
 
 
 def honest() -> dict[str, tuple[dict[str, str], dict[str, float]]]:
     """Correct or partly correct work written in awkward ways: (answer changes, expected points)."""
-    full = dict.fromkeys(PARTS, None)          # None: full points for that part
-    noisy = ("import sys, warnings, logging\nwarnings.warn('a warning')\nlogging.warning('logged')\n"
-             "print('progress 100%', file=sys.stderr)\n")
+    full = dict.fromkeys(PARTS, None)  # None: full points for that part
+    noisy = (
+        "import sys, warnings, logging\nwarnings.warn('a warning')\nlogging.warning('logged')\n"
+        "print('progress 100%', file=sys.stderr)\n"
+    )
     return {
-        "stderr_everywhere": ({"forward_difference": noisy + "def forward_difference(f, x, h):\n"
-                               "    print('computing', file=sys.stderr)\n    warnings.warn('careful')\n"
-                               "    return (f(x + h) - f(x)) / h\n"}, full),
-        "other_float_order": ({"observed_order": "import numpy as np\ndef observed_order(f, x, f_prime, method, h):\n"
-                               "    small = h * 0.1\n    return float(np.log10(abs(method(f, x, h) - f_prime) / "
-                               "abs(method(f, x, small) - f_prime)))\n"}, full),
-        "exits_in_part_one": ({"forward_difference": "import os\nos._exit(3)\n"},
-                              dict(full, test_forward_difference=0.0)),
-        "segfault_in_part_two": ({"central_difference": "def central_difference(f, x, h):\n"
-                                  "    import faulthandler\n    faulthandler._sigsegv()\n"},
-                                 dict(full, test_central_difference=0.0)),
-        "memory_in_part_two": ({"central_difference": "def central_difference(f, x, h):\n"
-                                "    return len(bytearray(8 * 1024**3))\n"}, dict(full, test_central_difference=0.0)),
-        "uninterruptible_loop": ({"gradient_fd": "import signal\ndef gradient_fd(f, x, h=1e-6):\n"
-                                  "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while True:\n        pass\n"},
-                                 dict(full, test_gradient_fd=0.0, test_gradient_fd_leaves_x_alone=0.0)),
-        "sys_exit_in_function": ({"best_step": "def best_step(f, x, f_prime, hs, method):\n    raise SystemExit(0)\n"},
-                                 dict(full, test_best_step=0.0)),
-        "newer_python_syntax": ({"observed_order": "type Steps = list[float]\n"},
-                                dict(full, test_observed_order=0.0)),
+        "stderr_everywhere": (
+            {
+                "forward_difference": noisy + "def forward_difference(f, x, h):\n"
+                "    print('computing', file=sys.stderr)\n    warnings.warn('careful')\n"
+                "    return (f(x + h) - f(x)) / h\n"
+            },
+            full,
+        ),
+        "other_float_order": (
+            {
+                "observed_order": "import numpy as np\ndef observed_order(f, x, f_prime, method, h):\n"
+                "    small = h * 0.1\n    return float(np.log10(abs(method(f, x, h) - f_prime) / "
+                "abs(method(f, x, small) - f_prime)))\n"
+            },
+            full,
+        ),
+        "exits_in_part_one": (
+            {"forward_difference": "import os\nos._exit(3)\n"},
+            dict(full, test_forward_difference=0.0),
+        ),
+        "segfault_in_part_two": (
+            {
+                "central_difference": "def central_difference(f, x, h):\n"
+                "    import faulthandler\n    faulthandler._sigsegv()\n"
+            },
+            dict(full, test_central_difference=0.0),
+        ),
+        "memory_in_part_two": (
+            {"central_difference": "def central_difference(f, x, h):\n    return len(bytearray(8 * 1024**3))\n"},
+            dict(full, test_central_difference=0.0),
+        ),
+        "uninterruptible_loop": (
+            {
+                "gradient_fd": "import signal\ndef gradient_fd(f, x, h=1e-6):\n"
+                "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while True:\n        pass\n"
+            },
+            dict(full, test_gradient_fd=0.0, test_gradient_fd_leaves_x_alone=0.0),
+        ),
+        "sys_exit_in_function": (
+            {"best_step": "def best_step(f, x, f_prime, hs, method):\n    raise SystemExit(0)\n"},
+            dict(full, test_best_step=0.0),
+        ),
+        "newer_python_syntax": ({"observed_order": "type Steps = list[float]\n"}, dict(full, test_observed_order=0.0)),
     }
 
 
@@ -143,8 +231,14 @@ def hostile(tmp_path_factory):
     gradebook_copy = base / "gradebook-copy.db"
     shutil.copy(course / "gradebook.db", gradebook_copy)
     gradebook_copy_before = gradebook_copy.read_bytes()
-    places = {"course": str(course), "course_lib": str(Path(course_lib.__file__).parent), "tmp": "/tmp",
-              "base": str(base), "home": os.path.expanduser("~"), "gradebook_copy": str(gradebook_copy)}
+    places = {
+        "course": str(course),
+        "course_lib": str(Path(course_lib.__file__).parent),
+        "tmp": "/tmp",
+        "base": str(base),
+        "home": os.path.expanduser("~"),
+        "gradebook_copy": str(gradebook_copy),
+    }
     solutions_before = {p: p.read_bytes() for p in (course / "solutions").rglob("*") if p.is_file()}
 
     name = f"{ASSIGNMENT}.ipynb"
@@ -156,8 +250,11 @@ def hostile(tmp_path_factory):
     expected, hand_ins = {}, {"alice": fill_in(release, source, {})}
     expected["alice"] = dict.fromkeys(PARTS, None)
     for student, (code, points) in attack(places, listener.getsockname()[1], os.getpid()).items():
-        hand_ins[student] = fill_in(release, source, {k: code + v for k, v in JUNK.items()} | {
-            "forward_difference": code + JUNK["forward_difference"]})
+        hand_ins[student] = fill_in(
+            release,
+            source,
+            {k: code + v for k, v in JUNK.items()} | {"forward_difference": code + JUNK["forward_difference"]},
+        )
         expected[student] = points
     for student, (answers, points) in (gaming() | honest()).items():
         hand_ins[student] = fill_in(release, source, answers)
@@ -170,17 +267,30 @@ def hostile(tmp_path_factory):
 
     os.environ["GRADER_CANARY"] = TOKEN
     try:
-        grader = ClassGrader(course, timeout=5, log=lambda *a: None,
-                             limits=Limits(wall_seconds=20, cpu_seconds=20, memory_bytes=2 * 1024**3))
+        grader = ClassGrader(
+            course,
+            timeout=5,
+            log=lambda *a: None,
+            limits=Limits(wall_seconds=20, cpu_seconds=20, memory_bytes=2 * 1024**3),
+        )
         outcomes = {o.student: o for o in grader.collect(course / "submissions")}
         grader.grade(list(outcomes.values()))
         grader.export(outcomes=list(outcomes.values()))
     finally:
         del os.environ["GRADER_CANARY"]
-    yield {"course": course, "grader": grader, "outcomes": outcomes, "expected": expected, "places": places,
-           "listener": listener, "source": source, "solved": solved, "gradebook_copy": gradebook_copy,
-           "gradebook_copy_before": gradebook_copy_before,
-           "solutions_before": solutions_before}
+    yield {
+        "course": course,
+        "grader": grader,
+        "outcomes": outcomes,
+        "expected": expected,
+        "places": places,
+        "listener": listener,
+        "source": source,
+        "solved": solved,
+        "gradebook_copy": gradebook_copy,
+        "gradebook_copy_before": gradebook_copy_before,
+        "solutions_before": solutions_before,
+    }
     listener.close()
     for place in places.values():
         for path in Path(place).glob(f"{SENTINEL}*") if Path(place).is_dir() else []:
@@ -192,8 +302,9 @@ def grader_texts(course: Path) -> str:
     put into the graded notebooks (their code is the student's own) and the grade table."""
     texts = [p.read_text(errors="replace") for p in (course / "feedback").rglob("*.html")]
     for path in (course / "autograded").rglob("*.ipynb"):
-        texts += [out.get("text", "") for cell in nbformat.read(path, as_version=4).cells
-                  for out in cell.get("outputs", [])]
+        texts += [
+            out.get("text", "") for cell in nbformat.read(path, as_version=4).cells for out in cell.get("outputs", [])
+        ]
     return "\n".join(texts + [(course / "grades.csv").read_text()])
 
 

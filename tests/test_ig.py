@@ -1,4 +1,5 @@
 """Integrated Gradients: quadrature rules, the axioms, AD vs finite differences, errors."""
+
 from __future__ import annotations
 
 import warnings
@@ -26,6 +27,7 @@ vectors = st.lists(floats, min_size=3, max_size=3).map(np.array)
 
 
 # --- models on batches of shape (m, 3) -------------------------------------------------
+
 
 def smooth(X: Tensor) -> Tensor:
     """A smooth, non-polynomial function of three features."""
@@ -55,6 +57,7 @@ B0 = np.array([-0.2, 0.4, -0.5])
 
 
 # --- quadrature ---------------------------------------------------------------------
+
 
 def test_quadrature_nodes_follow_the_stated_conventions():
     np.testing.assert_allclose(quadrature("riemann_right", 4)[0], [0.25, 0.5, 0.75, 1.0])
@@ -91,6 +94,7 @@ def test_path_points_run_from_baseline_to_input():
 
 # --- exactness and convergence ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("method,steps", [("riemann_trapezoid", 2), ("riemann_middle", 1), ("gausslegendre", 1)])
 def test_rules_exact_for_gradients_linear_in_alpha(method, steps):
     attributions, delta = integrated_gradients(quadratic, X0, B0, steps=steps, method=method, return_delta=True)
@@ -114,6 +118,7 @@ def test_gauss_legendre_exact_up_to_degree_2m_minus_1_integrands(nodes):
     exact = weights * (X0**powers - B0**powers)  # separable: IG_i = f_i(x_i) - f_i(b_i)
     attributions = integrated_gradients(poly, X0, B0, steps=nodes, method="gausslegendre")
     np.testing.assert_allclose(attributions, exact, rtol=1e-11, atol=1e-12)
+
     # One degree more and the rule is no longer exact (so the check above can fail).
     def poly_higher(X: Tensor) -> Tensor:
         return X[:, 0] ** (2 * nodes + 1)
@@ -148,6 +153,7 @@ def test_gauss_legendre_converges_much_faster():
 
 # --- the axioms ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("method", METHODS)
 def test_completeness_gap_shrinks_with_steps(method):
     errors = completeness_errors(smooth, X0, B0, steps=(5, 20, 80), methods=(method,))[method]
@@ -174,7 +180,9 @@ def test_sensitivity_where_the_plain_gradient_is_zero():
     point = Tensor(x, requires_grad=True)
     saturating(point.reshape(1, 1)).sum().backward()
     assert point.grad[0] == 0.0
-    attributions, delta = integrated_gradients(saturating, x, baseline, steps=200, method="riemann_middle", return_delta=True)
+    attributions, delta = integrated_gradients(
+        saturating, x, baseline, steps=200, method="riemann_middle", return_delta=True
+    )
     assert attributions[0] == pytest.approx(1.0, abs=1e-12)
     assert abs(delta) < 1e-12
 
@@ -200,7 +208,9 @@ def test_implementation_invariance():
     x, b = RNG.normal(size=3), RNG.normal(size=3)
     reference = integrated_gradients(original, x, b, steps=30, method="riemann_trapezoid")
     for other in (permuted, rescaled):
-        np.testing.assert_allclose(integrated_gradients(other, x, b, steps=30, method="riemann_trapezoid"), reference, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            integrated_gradients(other, x, b, steps=30, method="riemann_trapezoid"), reference, rtol=1e-10, atol=1e-12
+        )
     np.testing.assert_allclose(
         integrated_gradients(tanh_via_sigmoid, x, b, steps=30),
         integrated_gradients(_mlp(W1, b1, w2, "tanh"), x, b, steps=30),
@@ -221,7 +231,10 @@ def test_implementation_invariance_on_course_mlps():
     x, b = RNG.normal(size=3), RNG.normal(size=3)
     for target in (0, 1):
         np.testing.assert_allclose(
-            integrated_gradients(shuffled, x, b, target=target), integrated_gradients(model, x, b, target=target), rtol=1e-12, atol=1e-14
+            integrated_gradients(shuffled, x, b, target=target),
+            integrated_gradients(model, x, b, target=target),
+            rtol=1e-12,
+            atol=1e-14,
         )
 
 
@@ -254,6 +267,7 @@ def test_symmetry_preservation(x, b, method):
 
 # --- gradients: AD, finite differences, PyTorch --------------------------------------------------
 
+
 @pytest.mark.parametrize("method", METHODS)
 def test_ad_and_fd_agree(method):
     ad, ad_delta = integrated_gradients(smooth, X0, B0, steps=12, method=method, return_delta=True)
@@ -275,10 +289,13 @@ def test_matches_pytorch_gradients_on_a_softmax_classifier(method):
     torch_probs = torch.softmax(torch.tanh(points @ torch.tensor(W1) + torch.tensor(b1)) @ torch.tensor(W2), dim=-1)
     torch_probs[:, 2].sum().backward()
     expected = (x - b) * (torch.tensor(weights) @ points.grad).numpy()
-    np.testing.assert_allclose(integrated_gradients(classifier, x, b, steps=16, method=method, target=2), expected, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(
+        integrated_gradients(classifier, x, b, steps=16, method=method, target=2), expected, rtol=1e-10, atol=1e-13
+    )
 
 
 # --- one forward, one backward ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("return_delta", [False, True])
 def test_all_path_points_go_through_one_call(return_delta):
@@ -308,7 +325,9 @@ def test_batched_wraps_a_function_of_one_point():
 
     expected = integrated_gradients(smooth, X0, B0, steps=8)
     np.testing.assert_allclose(integrated_gradients(batched(single), X0, B0, steps=8), expected, rtol=1e-12)
-    np.testing.assert_allclose(integrated_gradients(batched(single_np), X0, B0, steps=8, grad_method="fd"), expected, rtol=1e-7)
+    np.testing.assert_allclose(
+        integrated_gradients(batched(single_np), X0, B0, steps=8, grad_method="fd"), expected, rtol=1e-7
+    )
 
 
 def test_target_picks_a_column_and_baseline_broadcasts():
@@ -345,10 +364,15 @@ def test_constant_function_gets_zero_attributions():
 
 # --- errors ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "kwargs,error,match",
     [
-        ({"method": "simpson"}, ValueError, "riemann_left, riemann_right, riemann_middle, riemann_trapezoid, gausslegendre"),
+        (
+            {"method": "simpson"},
+            ValueError,
+            "riemann_left, riemann_right, riemann_middle, riemann_trapezoid, gausslegendre",
+        ),
         ({"method": "riemann_trapezoid", "steps": 1}, ValueError, "steps >= 2"),
         ({"steps": 0}, ValueError, "positive integer"),
         ({"steps": 2.5}, ValueError, "positive integer"),
@@ -379,6 +403,7 @@ def test_bad_outputs_and_targets_raise_clear_errors():
 
 
 # --- completeness on the projectile (numbers for chapter 12) -----------------------------------
+
 
 def projectile_table() -> dict[str, dict[int, float]]:
     """|delta| per rule at 5, 20, 50 steps: IG of the hit's height relative to the first miss."""
@@ -428,7 +453,10 @@ def iris_table() -> tuple[dict[str, dict[int, float]], float, np.ndarray]:
 def test_iris_completeness_table(capsys):
     table, gain, attributions = iris_table()
     with capsys.disabled():
-        print(f"\ncompleteness |delta| on the Iris MLP, setosa probability (gain {gain:.4f}), IG {np.round(attributions, 4)}:")
+        print(
+            f"\ncompleteness |delta| on the Iris MLP, setosa probability (gain {gain:.4f}), "
+            f"IG {np.round(attributions, 4)}:"
+        )
         for method, row in table.items():
             print(f"  {method:18s}" + "".join(f"  m={m}: {err:.3e} ({err / gain:.1e} rel)" for m, err in row.items()))
     assert gain > 0.3
@@ -443,6 +471,7 @@ def test_module_lists_its_rules():
 
 
 # --- no silent zeros, no silently inaccurate attributions ---------------------------------------
+
 
 def test_a_model_that_leaves_the_graph_is_an_error_not_zero_attributions():
     def detached(X: Tensor) -> Tensor:  # Tensor(X.data) cuts X off the graph

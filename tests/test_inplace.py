@@ -5,6 +5,7 @@ copied, and assigning ``t.data = ...`` bumps the Tensor's version: a backward pa
 node recorded before that raises, as PyTorch does ("modified by an inplace operation"). The
 scalar ``Value`` does the same with the numbers its closures saved.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -110,10 +111,18 @@ def test_functional_gradients_check_versions_too():
 
 
 # ----------------------------------------------------------------------------- Value
-@pytest.mark.parametrize("make", [
-    lambda a, b: a * b, lambda a, b: b / a, lambda a, b: a ** 3, lambda a, b: a.log(), lambda a, b: a.sin(),
-    lambda a, b: a.cos(), lambda a, b: a.relu(),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a, b: a * b,
+        lambda a, b: b / a,
+        lambda a, b: a**3,
+        lambda a, b: a.log(),
+        lambda a, b: a.sin(),
+        lambda a, b: a.cos(),
+        lambda a, b: a.relu(),
+    ],
+)
 def test_value_changed_between_forward_and_backward_raises(make):
     a, b = Value(2.0, label="a"), Value(3.0)
     out = make(a, b)

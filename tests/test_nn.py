@@ -1,4 +1,5 @@
 """course_lib.nn: parameters, Linear, MLP, cross_entropy (against PyTorch), SGD, training on Iris."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,11 @@ def test_linear_shapes_and_seedable_init():
 
 def test_mlp_structure_relu_between_layers_only():
     model = MLP([4, 5, 6, 3], rng=0)
-    assert [(l.weight.shape, l.bias.shape) for l in model.layers] == [((4, 5), (5,)), ((5, 6), (6,)), ((6, 3), (3,))]
+    assert [(layer.weight.shape, layer.bias.shape) for layer in model.layers] == [
+        ((4, 5), (5,)),
+        ((5, 6), (6,)),
+        ((6, 3), (3,)),
+    ]
     assert len(model.parameters()) == 6 and len({id(p) for p in model.parameters()}) == 6
     x = np.random.default_rng(1).standard_normal((7, 4))
     h = x
@@ -37,7 +42,9 @@ def test_mlp_structure_relu_between_layers_only():
     np.testing.assert_allclose(out.data, h)
     assert (out.data < 0).any()  # no ReLU after the last layer: logits can be negative
     assert repr(model) == "MLP([4, 5, 6, 3])"
-    np.testing.assert_array_equal(MLP([4, 5, 3], rng=3).layers[1].weight.data, MLP([4, 5, 3], rng=3).layers[1].weight.data)
+    np.testing.assert_array_equal(
+        MLP([4, 5, 3], rng=3).layers[1].weight.data, MLP([4, 5, 3], rng=3).layers[1].weight.data
+    )
 
 
 def test_module_parameters_are_found_in_attributes_once():
@@ -76,12 +83,14 @@ def test_cross_entropy_accepts_integer_labels(labels):
 
 @pytest.mark.parametrize(
     "labels, error, pattern",
-    [(np.array([0.0, 1.0]), TypeError, "integers"),
-     (Tensor([0.5, 1.0]), TypeError, "whole-number"),
-     (np.array([0, 3]), ValueError, r"0\.\.2"),
-     (np.array([-1, 0]), ValueError, r"0\.\.2"),
-     (np.array([0, 1, 2]), ValueError, r"shape \(2,\)"),
-     (np.array([True, False]), TypeError, "whole-number")],
+    [
+        (np.array([0.0, 1.0]), TypeError, "integers"),
+        (Tensor([0.5, 1.0]), TypeError, "whole-number"),
+        (np.array([0, 3]), ValueError, r"0\.\.2"),
+        (np.array([-1, 0]), ValueError, r"0\.\.2"),
+        (np.array([0, 1, 2]), ValueError, r"shape \(2,\)"),
+        (np.array([True, False]), TypeError, "whole-number"),
+    ],
 )
 def test_cross_entropy_rejects_bad_labels(labels, error, pattern):
     with pytest.raises(error, match=pattern):

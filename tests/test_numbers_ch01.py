@@ -3,6 +3,7 @@ the executed notebook really printing them.
 
 f(x) = x^3 - 10x^2 + 5x - 2 at x0 = 6: f = -116, f' = -7.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,11 +13,11 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from notebook_text import printed, tagged
 
 from course_lib.check import numerical_grad
 from course_lib.forward import Dual, derivative
 from course_lib.scalar import Value
-from notebook_text import printed, tagged
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "01_derivatives_three_ways.ipynb"
 X0 = 6.0
@@ -61,13 +62,17 @@ def observed_order(estimate, h: float) -> float:
 
 @pytest.mark.parametrize("h", [1e-1, 1e-2])
 def test_forward_difference_is_first_order(h):
-    forward = lambda s: (f(X0 + s) - f(X0)) / s
+    def forward(s):
+        return (f(X0 + s) - f(X0)) / s
+
     assert abs(observed_order(forward, h) - 1.0) < 0.05
 
 
 @pytest.mark.parametrize("h", [1e-1, 1e-2])
 def test_central_difference_is_second_order(h):
-    central = lambda s: numerical_grad(f, X0, eps=s)
+    def central(s):
+        return numerical_grad(f, X0, eps=s)
+
     assert abs(observed_order(central, h) - 2.0) < 0.05
 
 
@@ -78,19 +83,23 @@ def test_central_difference_of_the_cubic_is_exactly_minus_seven_plus_h_squared()
 
 # ---- the executed notebook -------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def notebook():
     return nbformat.read(NOTEBOOK, as_version=4)
 
 
-@pytest.mark.parametrize("tag, expected", [
-    ("ch01-value", ["f(6) = -116"]),
-    ("ch01-analytic", ["f'(6) = -7"]),
-    ("ch01-numerical", ["numerical_grad(f, 6) = -7.000000"]),
-    ("ch01-dual", ["primal=-116.0", "tangent=-7.0", "derivative(f, 6) = -7.0"]),
-    ("ch01-reverse", ["y.data = -116.0", "x.grad = -7.0"]),
-    ("ch01-table", ["-6.19000000", "-6.99000000"]),
-])
+@pytest.mark.parametrize(
+    "tag, expected",
+    [
+        ("ch01-value", ["f(6) = -116"]),
+        ("ch01-analytic", ["f'(6) = -7"]),
+        ("ch01-numerical", ["numerical_grad(f, 6) = -7.000000"]),
+        ("ch01-dual", ["primal=-116.0", "tangent=-7.0", "derivative(f, 6) = -7.0"]),
+        ("ch01-reverse", ["y.data = -116.0", "x.grad = -7.0"]),
+        ("ch01-table", ["-6.19000000", "-6.99000000"]),
+    ],
+)
 def test_notebook_prints_the_numbers(notebook, tag, expected):
     text = printed(tagged(notebook, tag))
     for piece in expected:

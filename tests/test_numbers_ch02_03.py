@@ -1,5 +1,6 @@
 """The numbers of Chapters 2 and 3, computed by course_lib and shown by the executed notebooks,
 and the chapters' inline teaching versions checked against course_lib."""
+
 from __future__ import annotations
 
 import math
@@ -7,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_text import shown, tagged
 
 from course_lib import forward, graph
 from course_lib.graph import Node
-from notebook_text import shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH02 = ROOT / "book" / "02_computational_graphs.ipynb"
@@ -117,8 +118,9 @@ def random_graph(rng: np.random.Generator) -> tuple[list[Node], Node]:
     for _ in range(12):
         a, b = pool[rng.integers(len(pool))], pool[rng.integers(len(pool))]
         op = int(rng.integers(4))
-        pool.append([graph.add, graph.sub, lambda u, v: graph.sin(graph.mul(u, v)),
-                     lambda u, v: graph.cos(u)][op](a, b))
+        pool.append(
+            [graph.add, graph.sub, lambda u, v: graph.sin(graph.mul(u, v)), lambda u, v: graph.cos(u)][op](a, b)
+        )
     return inputs, graph.add(pool[-1], pool[-2])
 
 

@@ -4,6 +4,7 @@ The plan's numbers are computed here with ``course_lib`` and looked up in the ex
 notebooks, and the teaching version of ``Value`` that chapter 5 grows inline (its cells are
 tagged ``teaching-version``) is checked against ``course_lib.scalar.Value``.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,11 +14,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from notebook_text import printed, shown, tagged
 
 from course_lib import graph
 from course_lib.graph import Node, add, log, mul, sin, sub
 from course_lib.scalar import Value
-from notebook_text import printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH04 = ROOT / "book" / "04_reverse_mode.ipynb"
@@ -82,6 +83,7 @@ def test_fan_out_examples_on_the_graph():
 
 def test_cost_counts_of_the_chapter():
     """Reverse mode: 5n - 2 products for f_n (one sweep); forward mode grows like n**2."""
+
     def f_graph(xs):
         n = len(xs)
         total = mul(sin(xs[0]), xs[1 % n])
@@ -223,7 +225,7 @@ def test_teaching_version_agrees_on_random_expressions(teaching_value, inputs, s
         for op, i, j in steps:
             nodes.append(apply(op, nodes[i % len(nodes)], nodes[j % len(nodes)]))
         out = nodes[len(inputs)]
-        for node in nodes[len(inputs) + 1:]:
+        for node in nodes[len(inputs) + 1 :]:
             out = out + node
         out.backward()
         return [leaf.grad for leaf in nodes[: len(inputs)]]
@@ -246,7 +248,10 @@ def svg_captions(path: Path, tag: str) -> list[str]:
 def test_ch04_frames_show_each_adjoint_with_its_sum():
     captions = svg_captions(CH04, "ch04-frames")
     assert len(captions) == 7
-    assert captions[4] == "step 5: adjoint of x1 = Σ child's adjoint × local derivative = 1.000 × 0.500 + 1.000 × 5.000 = 5.500"
+    assert (
+        captions[4]
+        == "step 5: adjoint of x1 = Σ child's adjoint × local derivative = 1.000 × 0.500 + 1.000 × 5.000 = 5.500"
+    )
     assert captions[6].endswith(f"= 1.000 × 2.000 − 1.000 × {math.cos(5.0):.3f} = {2 - math.cos(5.0):.3f}")
 
 

@@ -1,6 +1,7 @@
 """The numbers chapters 6 (topological order) and 7 (optimisation) print, recomputed with
 ``course_lib`` and looked up in the committed notebooks; and the chapters' teaching versions
 (cells tagged ``teaching-version``) checked against the engine."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_text import shown, tagged
 
 from course_lib import toposort
 from course_lib.check import GradcheckError, gradcheck, numerical_grad
 from course_lib.scalar import Value
-from notebook_text import shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH06 = ROOT / "book" / "06_topological_order.ipynb"
@@ -69,6 +70,7 @@ def random_value_graph(seed: int, size: int = 40) -> Value:
 
 
 # ---------------------------------------------------------------- chapter 6
+
 
 def test_ch06_running_example_and_its_orders():
     y, x1, x2 = chapter2_graph()
@@ -194,6 +196,7 @@ def test_ch06_traced_teaching_version_returns_the_engines_order():
 
 # ---------------------------------------------------------------- chapter 7
 
+
 def loss(a, b):
     return b * ((a + b) * (a - b))
 
@@ -236,7 +239,7 @@ def test_ch07_teaching_loop_agrees_with_central_differences(gradient_descent):
         path = gradient_descent(f, start, lr=lr, steps=8)
         point = np.array(start)
         for k in range(1, 9):
-            point = point - lr * numerical_grad(lambda p: f(p[0], p[1]), point)
+            point = point - lr * numerical_grad(lambda p, f=f: f(p[0], p[1]), point)
             assert np.allclose(path[k], point, rtol=1e-7, atol=1e-9)
 
 
@@ -306,8 +309,7 @@ def test_ch07_rosenbrock_bound_is_local(gradient_descent):
     run = gradient_descent(lambda a, b: (1 - a) ** 2 + 100 * (b - a * a) ** 2, (-1.5, 2.0), lr=1e-3, steps=20_000)
     over = [k for k, point in enumerate(run) if 1e-3 * np.linalg.eigvalsh(rosenbrock_hessian(*point))[-1] > 2]
     assert over == [0]
-    far = gradient_descent(lambda a, b: (1 - a) ** 2 + 100 * (b - a * a) ** 2, (-3.0, 3.0), lr=1e-3, steps=100,
-                           box=1e6)
+    far = gradient_descent(lambda a, b: (1 - a) ** 2 + 100 * (b - a * a) ** 2, (-3.0, 3.0), lr=1e-3, steps=100, box=1e6)
     [cell] = tagged(CH07, "ch07-rosenbrock")
     text = "".join(out.text for out in cell.outputs if out.output_type == "stream")
     assert "Hessian eigenvalues at (1, 1): 0.399 and 1001.6; condition number 2,508" in text

@@ -12,6 +12,7 @@ For each op, on random inputs drawn from the op's domain (broadcasting included)
 The last test registers a deliberately wrong ``tan`` rule in a temporary copy of the table and
 shows that the same check catches it.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -108,10 +109,10 @@ def tan(x: Tensor) -> Tensor:
 @pytest.mark.parametrize(
     "rule, order, caught",
     [
-        (lambda g, out, a: g * (1.0 + out * out), None, False),      # right: d tan = 1 + tan^2
-        (lambda g, out, a: g * (1.0 + a * a), None, True),           # wrong: 1 + x^2
-        (lambda g, out, a: g * Tensor(1.0 + out.data ** 2), None, True),  # NumPy inside, not declared: 2nd order wrong
-        (lambda g, out, a: g.data * (1.0 + out.data ** 2), 1, False),  # NumPy, declared first-order: fine
+        (lambda g, out, a: g * (1.0 + out * out), None, False),  # right: d tan = 1 + tan^2
+        (lambda g, out, a: g * (1.0 + a * a), None, True),  # wrong: 1 + x^2
+        (lambda g, out, a: g * Tensor(1.0 + out.data**2), None, True),  # NumPy inside, not declared: 2nd order wrong
+        (lambda g, out, a: g.data * (1.0 + out.data**2), 1, False),  # NumPy, declared first-order: fine
     ],
     ids=["right", "wrong-first-derivative", "undeclared-numpy-rule", "declared-first-order"],
 )

@@ -1,4 +1,5 @@
 """The differentiable projectile: values, gradients against PyTorch, descent to the hoop, IG."""
+
 from __future__ import annotations
 
 import math
@@ -11,10 +12,10 @@ from hypothesis import strategies as st
 
 from course_lib.ig import integrated_gradients
 from course_lib.physics import (
-    G,
     HOOP,
     LEARNING_RATE,
     START_SHOT,
+    G,
     fit_shot,
     height_at,
     hoop_loss,
@@ -110,7 +111,7 @@ def test_descent_reaches_the_hoop():
 def test_descent_history_matches_a_pytorch_descent():
     history = fit_shot()
     params = torch.tensor(START_SHOT, dtype=torch.float64, requires_grad=True)
-    for k in range(history.steps):
+    for _ in range(history.steps):
         loss = (torch_height(params[0], params[1]) - HOOP[1]) ** 2
         (grad,) = torch.autograd.grad(loss, params)
         params = (params - LEARNING_RATE * grad).detach().requires_grad_(True)
@@ -140,7 +141,9 @@ def test_trajectory_for_plotting():
 def test_integrated_gradients_of_the_shot_explain_the_height_gain():
     history = fit_shot()
     hit, miss = np.array([history.v[-1], history.theta[-1]]), np.array(START_SHOT)
-    attributions, delta = integrated_gradients(shot_height, hit, miss, steps=8, method="gausslegendre", return_delta=True)
+    attributions, delta = integrated_gradients(
+        shot_height, hit, miss, steps=8, method="gausslegendre", return_delta=True
+    )
     gain = history.height[-1] - history.height[0]
     assert abs(delta) < 1e-9 * gain
     assert attributions.sum() == pytest.approx(gain, rel=1e-9)

@@ -1,5 +1,6 @@
 """Every number the course plan gives for chapters 1-7 (and the Hessian of chapter 8),
 reproduced by the scalar engines: scalar.Value, forward.Dual, graph.Node and check."""
+
 from __future__ import annotations
 
 import operator
@@ -120,8 +121,9 @@ def test_ch8_hessian_of_L_by_forward_over_forward():
     def partial(i):
         return lambda a, b: jvp(L, (a, b), (1.0, 0.0) if i == 0 else (0.0, 1.0))[1]
 
-    hessian = [[jvp(partial(i), (1.0, 2.0), (1.0, 0.0) if j == 0 else (0.0, 1.0))[1] for j in range(2)]
-               for i in range(2)]
+    hessian = [
+        [jvp(partial(i), (1.0, 2.0), (1.0, 0.0) if j == 0 else (0.0, 1.0))[1] for j in range(2)] for i in range(2)
+    ]
     assert hessian == [[4.0, 2.0], [2.0, -12.0]]
 
 
@@ -143,4 +145,3 @@ def gradient(engine, f, point):
         return [x.grad for x in inputs]
     seeds = [[1.0 if i == j else 0.0 for j in range(len(point))] for i in range(len(point))]
     return [jvp(lambda *xs: f(*xs, OPERATORS), tuple(point), tuple(seed))[1] for seed in seeds]
-

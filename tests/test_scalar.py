@@ -1,4 +1,5 @@
 """scalar.Value: operations, gradient semantics (PyTorch's), errors and deep graphs."""
+
 from __future__ import annotations
 
 import gc
@@ -89,9 +90,18 @@ def test_negative_base_with_integer_exponent():
 # ---- errors --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [lambda: Value(1) + "a", lambda: "a" + Value(1), lambda: Value(1) * None,
-                                  lambda: [1] - Value(1), lambda: Value(1) / "2", lambda: "2" / Value(1),
-                                  lambda: Value(1) ** "2"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Value(1) + "a",
+        lambda: "a" + Value(1),
+        lambda: Value(1) * None,
+        lambda: [1] - Value(1),
+        lambda: Value(1) / "2",
+        lambda: "2" / Value(1),
+        lambda: Value(1) ** "2",
+    ],
+)
 def test_unknown_operand_types_raise_type_error(make):
     with pytest.raises(TypeError, match="unsupported operand"):
         make()

@@ -9,6 +9,7 @@ PyTorch in float64 (the oracle). Each builder keeps its arguments in a safe doma
 (logs of positive numbers, no division by zero, no overflow), so any tree is valid for
 inputs in [-2, 2].
 """
+
 from __future__ import annotations
 
 import math
@@ -29,21 +30,48 @@ torch = pytest.importorskip("torch")
 # ---- engines: how each one spells the primitive operations ---------------------------------
 
 OVERLOADED = SimpleNamespace(  # Value and Dual: Python operators and methods
-    add=operator.add, sub=operator.sub, mul=operator.mul, div=operator.truediv, pow=operator.pow,
-    log=lambda a: a.log(), sin=lambda a: a.sin(), cos=lambda a: a.cos(), exp=lambda a: a.exp(),
+    add=operator.add,
+    sub=operator.sub,
+    mul=operator.mul,
+    div=operator.truediv,
+    pow=operator.pow,
+    log=lambda a: a.log(),
+    sin=lambda a: a.sin(),
+    cos=lambda a: a.cos(),
+    exp=lambda a: a.exp(),
 )
 EXPLICIT = SimpleNamespace(  # graph.Node: wrapping functions; a power of a positive base via exp/log
-    add=graph.add, sub=graph.sub, mul=graph.mul, div=graph.div,
+    add=graph.add,
+    sub=graph.sub,
+    mul=graph.mul,
+    div=graph.div,
     pow=lambda a, n: graph.exp(graph.mul(n, graph.log(a))),
-    log=graph.log, sin=graph.sin, cos=graph.cos, exp=graph.exp,
+    log=graph.log,
+    sin=graph.sin,
+    cos=graph.cos,
+    exp=graph.exp,
 )
 FLOATS = SimpleNamespace(
-    add=operator.add, sub=operator.sub, mul=operator.mul, div=operator.truediv, pow=operator.pow,
-    log=math.log, sin=math.sin, cos=math.cos, exp=math.exp,
+    add=operator.add,
+    sub=operator.sub,
+    mul=operator.mul,
+    div=operator.truediv,
+    pow=operator.pow,
+    log=math.log,
+    sin=math.sin,
+    cos=math.cos,
+    exp=math.exp,
 )
 TORCH = SimpleNamespace(
-    add=operator.add, sub=operator.sub, mul=operator.mul, div=operator.truediv, pow=operator.pow,
-    log=torch.log, sin=torch.sin, cos=torch.cos, exp=torch.exp,
+    add=operator.add,
+    sub=operator.sub,
+    mul=operator.mul,
+    div=operator.truediv,
+    pow=operator.pow,
+    log=torch.log,
+    sin=torch.sin,
+    cos=torch.cos,
+    exp=torch.exp,
 )
 
 

@@ -1,4 +1,5 @@
 """The reader's check for coding exercises: right, wrong, unfinished and crashing answers."""
+
 import math
 
 from course_lib.selfcheck import check

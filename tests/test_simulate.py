@@ -1,5 +1,6 @@
 """The time-stepped projectile with drag: exactness without drag, PyTorch as an oracle for the
 gradient through the time loop, convergence, checkpointing, batches and error messages."""
+
 from __future__ import annotations
 
 import math
@@ -235,8 +236,12 @@ def test_peak_bytes_refuses_nested_tracing():
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("dt", [0.0, -0.01, float("nan"), float("inf"), True, "0.01", None])
 def test_a_bad_time_step_is_refused(dt):
-    for call in (lambda: hoop_height(10.0, 0.5, dt=dt), lambda: flight(10.0, 0.5, dt=dt),
-                 lambda: steps_before(10.0, 0.5, dt=dt), lambda: checkpointed_gradient(10.0, 0.5, dt=dt)):
+    for call in (
+        lambda: hoop_height(10.0, 0.5, dt=dt),
+        lambda: flight(10.0, 0.5, dt=dt),
+        lambda: steps_before(10.0, 0.5, dt=dt),
+        lambda: checkpointed_gradient(10.0, 0.5, dt=dt),
+    ):
         with pytest.raises(ValueError, match="time step dt must be a positive number"):
             call()
 

@@ -4,6 +4,7 @@ Every op is checked for its value and its VJP (a random cotangent of the output'
 with broadcasting wherever the op broadcasts; second-order checks compare
 Hessian-vector products with ``torch.autograd.grad(..., create_graph=True)``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -139,8 +140,13 @@ def array_and_axis(draw):
     a = draw(shapes.flatmap(arrays))
     if a.ndim == 0:
         return a, None
-    axis = draw(st.one_of(st.none(), st.integers(-a.ndim, a.ndim - 1),
-                          st.lists(st.integers(0, a.ndim - 1), min_size=1, unique=True).map(tuple)))
+    axis = draw(
+        st.one_of(
+            st.none(),
+            st.integers(-a.ndim, a.ndim - 1),
+            st.lists(st.integers(0, a.ndim - 1), min_size=1, unique=True).map(tuple),
+        )
+    )
     return a, axis
 
 
@@ -152,14 +158,18 @@ def torch_dims(a: np.ndarray, axis):
 @given(array_and_axis(), st.booleans())
 def test_sum(pair, keepdims):
     a, axis = pair
-    compare(lambda x: x.sum(axis=axis, keepdims=keepdims), lambda x: x.sum(dim=torch_dims(a, axis), keepdim=keepdims), a)
+    compare(
+        lambda x: x.sum(axis=axis, keepdims=keepdims), lambda x: x.sum(dim=torch_dims(a, axis), keepdim=keepdims), a
+    )
 
 
 @SETTINGS
 @given(array_and_axis(), st.booleans())
 def test_mean(pair, keepdims):
     a, axis = pair
-    compare(lambda x: x.mean(axis=axis, keepdims=keepdims), lambda x: x.mean(dim=torch_dims(a, axis), keepdim=keepdims), a)
+    compare(
+        lambda x: x.mean(axis=axis, keepdims=keepdims), lambda x: x.mean(dim=torch_dims(a, axis), keepdim=keepdims), a
+    )
 
 
 @SETTINGS
@@ -167,7 +177,11 @@ def test_mean(pair, keepdims):
 def test_max_with_ties(pair, keepdims):
     a, axis = pair
     a = np.round(a)  # many ties: tied maxima share the gradient, like torch.amax
-    compare(lambda x: x.max(axis=axis, keepdims=keepdims), lambda x: torch.amax(x, dim=torch_dims(a, axis), keepdim=keepdims), a)
+    compare(
+        lambda x: x.max(axis=axis, keepdims=keepdims),
+        lambda x: torch.amax(x, dim=torch_dims(a, axis), keepdim=keepdims),
+        a,
+    )
 
 
 @SETTINGS
@@ -206,7 +220,11 @@ def test_matmul_1d_2d_batched(pair):
 def test_affine_is_matmul_plus_bias(n, k, m, one_row, data):
     x_shape, out_shape = ((k,), (m,)) if one_row else ((n, k), (n, m))
     bias_shapes = [out_shape[i:] for i in range(len(out_shape) + 1)] + [(1, m), (n, 1), (2, n, m)]
-    x, w, b = data.draw(arrays(x_shape)), data.draw(arrays((k, m))), data.draw(arrays(data.draw(st.sampled_from(bias_shapes))))
+    x, w, b = (
+        data.draw(arrays(x_shape)),
+        data.draw(arrays((k, m))),
+        data.draw(arrays(data.draw(st.sampled_from(bias_shapes)))),
+    )
     compare(affine, lambda x, w, b: x @ w + b, x, w, b)
 
 
@@ -258,16 +276,24 @@ def test_stack(parts, data):
 SECOND_ORDER = {
     "sin_exp": (lambda x: (x.sin() * x.exp()).sum(), lambda x: (torch.sin(x) * torch.exp(x)).sum()),
     "tanh_pow": (lambda x: (x.tanh() ** 3).sum(), lambda x: (torch.tanh(x) ** 3).sum()),
-    "log_div_abs": (lambda x: ((x * x + 1.0).log() / (x.abs() + 1.0)).sum(),
-                    lambda x: (torch.log(x * x + 1.0) / (torch.abs(x) + 1.0)).sum()),
-    "sqrt_sigmoid": (lambda x: ((x * x + 1.0).sqrt() * x.sigmoid()).mean(),
-                     lambda x: (torch.sqrt(x * x + 1.0) * torch.sigmoid(x)).mean()),
-    "matmul": (lambda x: ((x @ x.T).cos() * (x.sum(axis=0, keepdims=True) @ x.T)).sum(),
-               lambda x: (torch.cos(x @ x.T) * (x.sum(dim=0, keepdim=True) @ x.T)).sum()),
+    "log_div_abs": (
+        lambda x: ((x * x + 1.0).log() / (x.abs() + 1.0)).sum(),
+        lambda x: (torch.log(x * x + 1.0) / (torch.abs(x) + 1.0)).sum(),
+    ),
+    "sqrt_sigmoid": (
+        lambda x: ((x * x + 1.0).sqrt() * x.sigmoid()).mean(),
+        lambda x: (torch.sqrt(x * x + 1.0) * torch.sigmoid(x)).mean(),
+    ),
+    "matmul": (
+        lambda x: ((x @ x.T).cos() * (x.sum(axis=0, keepdims=True) @ x.T)).sum(),
+        lambda x: (torch.cos(x @ x.T) * (x.sum(dim=0, keepdim=True) @ x.T)).sum(),
+    ),
     "softmax": (lambda x: (x.softmax() * x.cos()).sum(), lambda x: (torch.softmax(x, dim=-1) * torch.cos(x)).sum()),
     "log_softmax": (lambda x: (x.log_softmax(axis=0) ** 2).sum(), lambda x: (torch.log_softmax(x, dim=0) ** 2).sum()),
-    "max_index_broadcast": (lambda x: (x.max(axis=1) * x[:, 0]).sum() + (x[np.array([0, 0])] ** 3).sum() + (x * x[0]).sum(),
-                            lambda x: (torch.amax(x, dim=1) * x[:, 0]).sum() + (x[torch.tensor([0, 0])] ** 3).sum() + (x * x[0]).sum()),
+    "max_index_broadcast": (
+        lambda x: (x.max(axis=1) * x[:, 0]).sum() + (x[np.array([0, 0])] ** 3).sum() + (x * x[0]).sum(),
+        lambda x: (torch.amax(x, dim=1) * x[:, 0]).sum() + (x[torch.tensor([0, 0])] ** 3).sum() + (x * x[0]).sum(),
+    ),
     "pow_tensor": (lambda x: ((x * x + 0.5) ** x.sin()).sum(), lambda x: ((x * x + 0.5) ** torch.sin(x)).sum()),
 }
 
@@ -277,7 +303,11 @@ def test_hessian_vector_products(name):
     ours, theirs = SECOND_ORDER[name]
 
     @SETTINGS
-    @given(hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=4).flatmap(lambda s: st.tuples(arrays(s), arrays(s))))
+    @given(
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=4).flatmap(
+            lambda s: st.tuples(arrays(s), arrays(s))
+        )
+    )
     def check(pair):
         a, v = pair
         x = Tensor(a, requires_grad=True)

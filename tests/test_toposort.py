@@ -1,4 +1,5 @@
 """toposort: the orders every engine uses, checked on random DAGs and deep chains."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Needs root (it runs useradd/groupadd and starts programs as those users with runuser); every
 user, group, process and folder it made is removed afterwards.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,6 +34,7 @@ def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
 @dataclass
 class UnixClass:
     """An instructor and students, each a Unix user with a home in ``base``."""
+
     base: Path
     instructor: str
     students: list[str]
@@ -60,20 +62,30 @@ class UnixClass:
 
     def settings_env(self) -> dict[str, str]:
         """The deploy/course_hub.py settings of this class (its exchange, groups, roles)."""
-        return {"AUTODIFF_EXCHANGE": str(self.exchange), "AUTODIFF_COURSE_ID": COURSE_ID,
-                "AUTODIFF_ROLES": str(self.roles), "AUTODIFF_INSTRUCTORS": self.groups["instructor"],
-                "AUTODIFF_STUDENTS": self.groups["student"]}
+        return {
+            "AUTODIFF_EXCHANGE": str(self.exchange),
+            "AUTODIFF_COURSE_ID": COURSE_ID,
+            "AUTODIFF_ROLES": str(self.roles),
+            "AUTODIFF_INSTRUCTORS": self.groups["instructor"],
+            "AUTODIFF_STUDENTS": self.groups["student"],
+        }
 
-    def as_user(self, user: str, *command: str, cwd: Path | None = None, env: dict | None = None,
-                check: bool = True) -> subprocess.CompletedProcess:
+    def as_user(
+        self, user: str, *command: str, cwd: Path | None = None, env: dict | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess:
         """``command`` run as ``user`` (runuser), in a clean environment like the hub's: the
         course's venv on PATH and the user's role configuration on JUPYTER_CONFIG_PATH."""
         role = "instructor" if user == self.instructor else "student"
-        environment = {"HOME": str(self.home(user)), "USER": user, "LOGNAME": user,
-                       "PATH": f"{self.bin}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": str(self.roles / role),
-                       **self.settings_env(), **(env or {})}
-        argv = ["runuser", "-u", user, "--", "env", "-i",
-                *(f"{k}={v}" for k, v in environment.items()), *command]
+        environment = {
+            "HOME": str(self.home(user)),
+            "USER": user,
+            "LOGNAME": user,
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "JUPYTER_CONFIG_PATH": str(self.roles / role),
+            **self.settings_env(),
+            **(env or {}),
+        }
+        argv = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment.items()), *command]
         proc = subprocess.run(argv, cwd=cwd or self.home(user), capture_output=True, text=True)
         self.transcript.append(f"{user}$ {' '.join(command)}  -> exit {proc.returncode}")
         if check:
@@ -103,7 +115,8 @@ def reachable_by_all(path: Path) -> bool:
     """Whether any user may execute ``path`` (every folder above it searchable by others)."""
     path = path.resolve()
     return bool(path.stat().st_mode & stat.S_IXOTH) and all(
-        parent.stat().st_mode & stat.S_IXOTH for parent in path.parents)
+        parent.stat().st_mode & stat.S_IXOTH for parent in path.parents
+    )
 
 
 def shared_venv(base: Path) -> Path:
@@ -114,18 +127,22 @@ def shared_venv(base: Path) -> Path:
     the same packages are run by the system's Python of the same version, through a venv
     whose site-packages, share/ and etc/ are the course venv's."""
     site_packages = Path(sysconfig.get_paths()["purelib"])
-    assert reachable_by_all(site_packages), f"the course's venv ({site_packages}) is not readable by " \
+    assert reachable_by_all(site_packages), (
+        f"the course's venv ({site_packages}) is not readable by "
         "other users (a folder above it lacks o+x): clone the course under a folder all users can search"
+    )
     if reachable_by_all(Path(sys.executable)):
         return BIN
     system = Path("/usr/bin/python3")
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    assert system.exists() and run(str(system), "-c", "import sys; print(sys.version[:4])").stdout.strip() \
-        .startswith(version), f"the venv's Python is not executable by other users and {system} is not Python {version}"
+    assert system.exists() and run(str(system), "-c", "import sys; print(sys.version[:4])").stdout.strip().startswith(
+        version
+    ), f"the venv's Python is not executable by other users and {system} is not Python {version}"
     venv = base / "venv"
     run(str(system), "-m", "venv", "--without-pip", str(venv))
     (venv / "lib" / f"python{version}" / "site-packages" / "course-venv.pth").write_text(
-        f"import site; site.addsitedir({str(site_packages)!r})\n")
+        f"import site; site.addsitedir({str(site_packages)!r})\n"
+    )
     for folder in ("share", "etc"):
         (venv / folder).symlink_to(Path(sys.prefix) / folder)
     for script in BIN.iterdir():
@@ -151,15 +168,24 @@ def make_class(n_students: int = 3) -> UnixClass:
             run("groupadd", group)
         for user in klass.users:
             group = groups["instructor" if user == klass.instructor else "student"]
-            run("useradd", "--create-home", "--home-dir", str(base / "home" / user), "--gid", group,
-                "--shell", "/bin/bash", user)
+            run(
+                "useradd",
+                "--create-home",
+                "--home-dir",
+                str(base / "home" / user),
+                "--gid",
+                group,
+                "--shell",
+                "/bin/bash",
+                user,
+            )
         course = klass.course()
         course.mkdir()
         shutil.copy(ROOT / "nbgrader_config.py", course)
-        shutil.copytree(ROOT / "course_grader", course / "course_grader",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(ROOT / "solutions" / "ps01_finite_differences",
-                        course / "solutions" / "ps01_finite_differences")
+        shutil.copytree(ROOT / "course_grader", course / "course_grader", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / "solutions" / "ps01_finite_differences", course / "solutions" / "ps01_finite_differences"
+        )
         owner = pwd.getpwnam(klass.instructor)
         for path in [course, *course.rglob("*")]:
             os.chown(path, owner.pw_uid, owner.pw_gid)

@@ -11,6 +11,7 @@ repository and launch buttons (``_config.yml``) and the links in ``README.md``::
 ``book/`` and ``solutions/``; ``make configure`` then regenerates ``exercises/`` with nbgrader,
 so the student versions are never edited by hand.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ FIRST_ASSIGNMENT = "exercises/ps01_finite_differences/ps01_finite_differences.ip
 class Course:
     repository: str  # owner/name on GitHub
     branch: str
-    release: str     # the tag the notebooks install course_lib from
+    release: str  # the tag the notebooks install course_lib from
 
     @property
     def url(self) -> str:
@@ -45,15 +46,18 @@ class Course:
     def colab(self, path: str) -> str:
         return f"https://colab.research.google.com/github/{self.repository}/blob/{self.branch}/{path}"
 
-    def validate(self) -> "Course":
+    def validate(self) -> Course:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+", self.repository):
             raise ValueError(f"repository must look like owner/name, got {self.repository!r}")
         if not re.fullmatch(r"[A-Za-z0-9._/-]+", self.branch):
             raise ValueError(f"branch {self.branch!r} is not a valid branch name")
         if self.release in {self.branch, "main", "master", "HEAD"} or not re.fullmatch(
-                r"v\d+(\.\d+)*[A-Za-z0-9._-]*|[0-9a-f]{40}", self.release):
-            raise ValueError(f"release must be a tag such as v0.1.0 (or a full commit hash), never a "
-                             f"moving branch: got {self.release!r}")
+            r"v\d+(\.\d+)*[A-Za-z0-9._-]*|[0-9a-f]{40}", self.release
+        ):
+            raise ValueError(
+                f"release must be a tag such as v0.1.0 (or a full commit hash), never a "
+                f"moving branch: got {self.release!r}"
+            )
         return self
 
 
@@ -72,39 +76,43 @@ def save(course: Course, root: Path = ROOT) -> None:
 
 def setup_cell(course: Course) -> str:
     """The first code cell of every notebook: installs course_lib where it is missing."""
-    return "\n".join([
-        f"{SETUP_MARK} install course_lib, the course's engine, when it is missing (as in Colab).",
-        "import importlib, importlib.util, os, subprocess, sys",
-        f'COURSE_LIB = os.environ.get("COURSE_LIB", "{course.install_spec}")',
-        'if importlib.util.find_spec("course_lib") is None:',
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_LIB], check=True)',
-        "    importlib.invalidate_caches()",
-        "import course_lib",
-        'print("course_lib", course_lib.__version__)',
-    ])
+    return "\n".join(
+        [
+            f"{SETUP_MARK} install course_lib, the course's engine, when it is missing (as in Colab).",
+            "import importlib, importlib.util, os, subprocess, sys",
+            f'COURSE_LIB = os.environ.get("COURSE_LIB", "{course.install_spec}")',
+            'if importlib.util.find_spec("course_lib") is None:',
+            '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_LIB], check=True)',
+            "    importlib.invalidate_caches()",
+            "import course_lib",
+            'print("course_lib", course_lib.__version__)',
+        ]
+    )
 
 
 def readme_links(course: Course) -> str:
-    return "\n".join([
-        LINKS_START,
-        f"- Public repository: <{course.url}> (branch `{course.branch}`)",
-        f"- Open the first chapter in Colab: <{course.colab(FIRST_CHAPTER)}>",
-        f"- Open the first assignment in Colab: <{course.colab(FIRST_ASSIGNMENT)}>",
-        f'- Install the engine alone: `pip install "{course.install_spec}"`',
-        LINKS_END,
-    ])
+    return "\n".join(
+        [
+            LINKS_START,
+            f"- Public repository: <{course.url}> (branch `{course.branch}`)",
+            f"- Open the first chapter in Colab: <{course.colab(FIRST_CHAPTER)}>",
+            f"- Open the first assignment in Colab: <{course.colab(FIRST_ASSIGNMENT)}>",
+            f'- Install the engine alone: `pip install "{course.install_spec}"`',
+            LINKS_END,
+        ]
+    )
 
 
 def notebooks(root: Path = ROOT, folders=("book", "solutions", "exercises")) -> list[Path]:
-    return sorted(p for folder in folders for p in (root / folder).rglob("*.ipynb")
-                  if ".ipynb_checkpoints" not in p.parts)
+    return sorted(
+        p for folder in folders for p in (root / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
 
 
 def setup_cell_of(nb):
     code = [c for c in nb.cells if c.cell_type == "code"]
     if not code or not code[0].source.startswith(SETUP_MARK):
-        raise ValueError("its first code cell is not the set-up cell (it must start with "
-                         f"{SETUP_MARK!r})")
+        raise ValueError(f"its first code cell is not the set-up cell (it must start with {SETUP_MARK!r})")
     return code[0]
 
 
@@ -120,8 +128,7 @@ def _configure_notebook(path: Path, course: Course) -> bool:
     if cell.execution_count is not None:  # an executed notebook shows what the cell prints
         import course_lib
 
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                               text=f"course_lib {course_lib.__version__}\n")]
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"course_lib {course_lib.__version__}\n")]
     nbformat.write(nb, path)
     return True
 
@@ -197,8 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     current = load()
     try:
-        course = replace(current, **{k: v for k, v in {"repository": args.repo, "branch": args.branch,
-                                                       "release": args.ref}.items() if v})
+        course = replace(
+            current,
+            **{k: v for k, v in {"repository": args.repo, "branch": args.branch, "release": args.ref}.items() if v},
+        )
         changed = configure(course)
     except ValueError as error:
         print(f"ERROR: {error}", file=sys.stderr)

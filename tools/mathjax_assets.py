@@ -16,6 +16,7 @@ Called by ``make setup`` and by the tests that build the book::
 
     python -c "import sys; sys.path.insert(0, 'tools'); from mathjax_assets import ensure_mathjax; ensure_mathjax('.')"
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,10 @@ def packaged_mathjax() -> Path:
     try:
         es5 = Path(str(resources.files("mathjax").joinpath("static", "mathjax", "es5")))
     except ModuleNotFoundError:
-        raise RuntimeError("MathJax's files are missing: pip install -r requirements.txt "
-                           "(it pins django-static-mathjax), or run `make book` once") from None
+        raise RuntimeError(
+            "MathJax's files are missing: pip install -r requirements.txt "
+            "(it pins django-static-mathjax), or run `make book` once"
+        ) from None
     if not (es5 / ENTRY).is_file():
         raise RuntimeError(f"{es5} has no {ENTRY}: reinstall django-static-mathjax from requirements.txt")
     return es5

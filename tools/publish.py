@@ -12,6 +12,7 @@ for every line of every solution and hidden test: if one is found, it stops with
 DEST may be empty, a folder it wrote before, or a clone of the public repository (``.git``
 is kept; a clone with uncommitted changes is refused, so nobody's work is lost).
 """
+
 from __future__ import annotations
 
 import re
@@ -26,10 +27,25 @@ import course  # noqa: E402  (tools/course.py)
 ROOT = course.ROOT
 MARKER = ".published-course"
 # What the public tree holds: folders and files, relative to the repository root.
-PUBLIC = ["book", "exercises", "course_lib", "benchmarks", "tools/mathjax_assets.py",
-          "_config.yml", "_toc.yml", "course.toml", "pyproject.toml", "MANIFEST.in", "Makefile",
-          ".gitignore", "requirements.txt", "requirements.lock", "requirements-oracles.txt",
-          "requirements-browser.txt", "LICENSE"]
+PUBLIC = [
+    "book",
+    "exercises",
+    "course_lib",
+    "benchmarks",
+    "tools/mathjax_assets.py",
+    "_config.yml",
+    "_toc.yml",
+    "course.toml",
+    "pyproject.toml",
+    "MANIFEST.in",
+    "Makefile",
+    ".gitignore",
+    "requirements.txt",
+    "requirements.lock",
+    "requirements-oracles.txt",
+    "requirements-browser.txt",
+    "LICENSE",
+]
 # Instructor tooling inside a public folder: it needs course_grader, which stays private.
 PRIVATE = {"benchmarks/sandbox.py"}
 STUDENT_README = ROOT / "tools" / "README.student.md"
@@ -46,8 +62,11 @@ def text_lines(path: Path) -> set[str]:
         for cell in nbformat.reads(text, as_version=4).cells:
             parts.append(cell.source)
             for out in cell.get("outputs", []):
-                parts.append(out.get("text", "") if "text" in out else
-                             "\n".join(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/")))
+                parts.append(
+                    out.get("text", "")
+                    if "text" in out
+                    else "\n".join(str(v) for k, v in out.get("data", {}).items() if k.startswith("text/"))
+                )
         text = "\n".join(parts)
     return {line.strip() for line in text.splitlines() if line.strip()}
 
@@ -86,19 +105,25 @@ def leaks(dest: Path, root: Path = ROOT) -> list[str]:
 
 def _prepare(dest: Path) -> None:
     if dest.resolve().is_relative_to(ROOT) or ROOT.is_relative_to(dest.resolve()):
-        raise SystemExit(f"ERROR: {dest} is inside the instructor repository (or contains it); "
-                         "publish to a folder of its own, e.g. ../autodiff-course-public")
+        raise SystemExit(
+            f"ERROR: {dest} is inside the instructor repository (or contains it); "
+            "publish to a folder of its own, e.g. ../autodiff-course-public"
+        )
     if not dest.exists() or not any(dest.iterdir()):
         dest.mkdir(parents=True, exist_ok=True)
         return
     if (dest / ".git").exists():
         status = subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True, text=True)
         if status.returncode != 0 or status.stdout.strip():
-            raise SystemExit(f"ERROR: {dest} is a git clone with uncommitted changes; commit or "
-                             "stash them first (publishing replaces every file but .git).")
+            raise SystemExit(
+                f"ERROR: {dest} is a git clone with uncommitted changes; commit or "
+                "stash them first (publishing replaces every file but .git)."
+            )
     elif not (dest / MARKER).exists():
-        raise SystemExit(f"ERROR: {dest} is not empty and was not written by make publish; "
-                         "choose an empty folder or a clone of the public repository.")
+        raise SystemExit(
+            f"ERROR: {dest} is not empty and was not written by make publish; "
+            "choose an empty folder or a clone of the public repository."
+        )
     for item in dest.iterdir():
         if item.name != ".git":
             shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
@@ -113,9 +138,14 @@ def public_files(root: Path = ROOT) -> list[str]:
     for name in PUBLIC:
         path = root / name
         candidates = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-        found += [str(p.relative_to(root)) for p in candidates if p.is_file() and not
-                  {"__pycache__", ".ipynb_checkpoints"} & set(p.parts) and p.suffix != ".pyc"
-                  and str(p.relative_to(root)) not in PRIVATE]
+        found += [
+            str(p.relative_to(root))
+            for p in candidates
+            if p.is_file()
+            and not {"__pycache__", ".ipynb_checkpoints"} & set(p.parts)
+            and p.suffix != ".pyc"
+            and str(p.relative_to(root)) not in PRIVATE
+        ]
     return found
 
 
@@ -135,8 +165,10 @@ def publish(dest: Path, root: Path = ROOT) -> list[str]:
     (dest / MARKER).write_text(f"Written by `make publish` from {identity.repository} @ {identity.release}.\n")
     found = leaks(dest, root)
     if found:
-        raise SystemExit("ERROR: the public tree would leak solutions or hidden tests; nothing is safe "
-                         "to push:\n  " + "\n  ".join(found[:20]))
+        raise SystemExit(
+            "ERROR: the public tree would leak solutions or hidden tests; nothing is safe "
+            "to push:\n  " + "\n  ".join(found[:20])
+        )
     return written + ["README.md"]
 
 

@@ -4,6 +4,7 @@ Each function draws one figure from numbers the chapter has computed (or, where 
 figure is itself a computation, from the function it shows) and calls ``plt.show()``.
 The chapters print the numbers they discuss; these functions only draw them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -13,8 +14,7 @@ import numpy as np
 
 from course_lib.scalar import Value
 
-STYLE = {"figure.figsize": (6.4, 4.2), "figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3,
-         "font.size": 11}
+STYLE = {"figure.figsize": (6.4, 4.2), "figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 11}
 
 
 def use_course_style() -> None:
@@ -25,6 +25,7 @@ def use_course_style() -> None:
 
 # ---- chapter 1 ----------------------------------------------------------------------------
 
+
 def tangent_and_secants(f: Callable, f_prime: Callable, x0: float, h: float = 1.0) -> None:
     """The running example, its tangent at ``x0`` and the forward and central secants of step ``h``."""
     xs = np.linspace(-0.5, 10, 300)
@@ -33,25 +34,51 @@ def tangent_and_secants(f: Callable, f_prime: Callable, x0: float, h: float = 1.
     slope_cen = (f(x0 + h) - f(x0 - h)) / (2 * h)
     fig, ax = plt.subplots()
     ax.plot(xs, f(xs), color="C0", lw=2, label=r"$f(x) = x^3 - 10x^2 + 5x - 2$")
-    ax.plot(near, f(x0) + f_prime(x0) * (near - x0), color="C3", lw=2,
-            label=rf"tangent at $x_0={x0:g}$, slope $f'(x_0)={f_prime(x0):g}$")
-    ax.plot(near, f(x0) + slope_fwd * (near - x0), "--", color="C1",
-            label=rf"secant through $x_0$ and $x_0 + {h:g}$: slope {slope_fwd:g}")
-    ax.plot(near, f(x0 + h) + slope_cen * (near - x0 - h), ":", color="C2", lw=2,
-            label=rf"secant through $x_0 - {h:g}$ and $x_0 + {h:g}$: slope {slope_cen:g}")
+    ax.plot(
+        near,
+        f(x0) + f_prime(x0) * (near - x0),
+        color="C3",
+        lw=2,
+        label=rf"tangent at $x_0={x0:g}$, slope $f'(x_0)={f_prime(x0):g}$",
+    )
+    ax.plot(
+        near,
+        f(x0) + slope_fwd * (near - x0),
+        "--",
+        color="C1",
+        label=rf"secant through $x_0$ and $x_0 + {h:g}$: slope {slope_fwd:g}",
+    )
+    ax.plot(
+        near,
+        f(x0 + h) + slope_cen * (near - x0 - h),
+        ":",
+        color="C2",
+        lw=2,
+        label=rf"secant through $x_0 - {h:g}$ and $x_0 + {h:g}$: slope {slope_cen:g}",
+    )
     ax.plot([x0 + h], [f(x0 + h)], "o", color="C1", ms=5)
     ax.plot([x0 - h, x0 + h], [f(x0 - h), f(x0 + h)], "o", color="C2", ms=5)
     ax.plot([x0], [f(x0)], "o", color="C3", ms=7)
-    ax.annotate(rf"$(x_0, f(x_0)) = ({x0:g}, {f(x0):g})$", (x0, f(x0)), xytext=(1.0, -150),
-                arrowprops={"arrowstyle": "->", "color": "0.3"})
-    ax.set(xlim=(-0.5, 10), ylim=(-180, 60), xlabel="$x$", ylabel="$f(x)$",
-           title=f"The running example and its tangent at $x_0 = {x0:g}$")
+    ax.annotate(
+        rf"$(x_0, f(x_0)) = ({x0:g}, {f(x0):g})$",
+        (x0, f(x0)),
+        xytext=(1.0, -150),
+        arrowprops={"arrowstyle": "->", "color": "0.3"},
+    )
+    ax.set(
+        xlim=(-0.5, 10),
+        ylim=(-180, 60),
+        xlabel="$x$",
+        ylabel="$f(x)$",
+        title=f"The running example and its tangent at $x_0 = {x0:g}$",
+    )
     ax.legend(loc="upper left", fontsize=9)
     plt.show()
 
 
-def finite_difference_errors(f: Callable, x0: float, exact: float, f2: float, f3: float,
-                             best_steps: tuple[float, float], central: Callable) -> None:
+def finite_difference_errors(
+    f: Callable, x0: float, exact: float, f2: float, f3: float, best_steps: tuple[float, float], central: Callable
+) -> None:
     """Measured forward and central difference errors against the step, with the predicted
     truncation (slopes 1 and 2) and round-off (slope -1) lines and the predicted best steps."""
     eps = np.finfo(float).eps
@@ -60,19 +87,28 @@ def finite_difference_errors(f: Callable, x0: float, exact: float, f2: float, f3
     err_cen = np.array([abs(central(f, x0, eps=h) - exact) for h in hs])
     fig, ax = plt.subplots(figsize=(9.5, 4.6))
     # An error that happens to be exactly 0 cannot be drawn on a log scale: leave a gap.
-    ax.loglog(hs, np.where(err_fwd > 0, err_fwd, np.nan), ".-", color="C1", ms=3, lw=1,
-              label="forward difference (measured)")
-    ax.loglog(hs, np.where(err_cen > 0, err_cen, np.nan), ".-", color="C0", ms=3, lw=1,
-              label="central difference (measured)")
+    ax.loglog(
+        hs, np.where(err_fwd > 0, err_fwd, np.nan), ".-", color="C1", ms=3, lw=1, label="forward difference (measured)"
+    )
+    ax.loglog(
+        hs, np.where(err_cen > 0, err_cen, np.nan), ".-", color="C0", ms=3, lw=1, label="central difference (measured)"
+    )
     ax.loglog(hs, hs / 2 * f2, "--", color="C1", lw=1, label=r"$\frac{h}{2}|f''|$: slope 1")
     ax.loglog(hs, hs**2 / 6 * f3, "--", color="C0", lw=1, label=r"$\frac{h^2}{6}|f^{(3)}|$: slope 2")
-    ax.loglog(hs, eps * abs(f(x0)) / hs, ":", color="k", lw=1.5, label=r"$\varepsilon_{\mathrm{mach}}|f|/h$: slope $-1$")
+    ax.loglog(
+        hs, eps * abs(f(x0)) / hs, ":", color="k", lw=1.5, label=r"$\varepsilon_{\mathrm{mach}}|f|/h$: slope $-1$"
+    )
     for h_star, color in zip(best_steps, ("C1", "C0")):
         ax.axvline(h_star, color=color, alpha=0.4, lw=3)
     ax.text(1e-15, 1e-10, "round-off\ndominates", fontsize=10)
     ax.text(3e-3, 3e-9, "truncation\ndominates", fontsize=10, ha="center")
-    ax.set(xlim=(1e-16, 1e-1), ylim=(1e-13, 1e2), xlabel="step $h$", ylabel=r"$|$estimate $- f'(x_0)|$",
-           title=f"Finite-difference error at $x_0 = {x0:g}$ (bands: predicted best $h$)")
+    ax.set(
+        xlim=(1e-16, 1e-1),
+        ylim=(1e-13, 1e2),
+        xlabel="step $h$",
+        ylabel=r"$|$estimate $- f'(x_0)|$",
+        title=f"Finite-difference error at $x_0 = {x0:g}$ (bands: predicted best $h$)",
+    )
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
     fig.tight_layout()
     plt.show()
@@ -85,21 +121,29 @@ def gradient_cost(ns: Sequence[int], costs: np.ndarray) -> None:
     ax.loglog(ns, costs[:, 0], "s-", color="C1", label="forward differences: $n + 1$ evaluations")
     ax.loglog(ns, costs[:, 1], "o-", color="C0", label="central differences: $2n$ evaluations")
     ax.loglog(ns, costs[:, 2], "^-", color="C2", label="reverse-mode AD: evaluation + backward sweep")
-    ax.set(xlabel="number of inputs $n$", ylabel="cost in evaluations of $g$",
-           title="Cost of one gradient of $g(x) = f(x_1) + \\dots + f(x_n)$")
+    ax.set(
+        xlabel="number of inputs $n$",
+        ylabel="cost in evaluations of $g$",
+        title="Cost of one gradient of $g(x) = f(x_1) + \\dots + f(x_n)$",
+    )
     ax.legend(fontsize=9)
     plt.show()
 
 
 # ---- chapter 2 ----------------------------------------------------------------------------
 
+
 def graph_vs_tree(ks: Sequence[int], sizes: Sequence[tuple[int, int]]) -> None:
     """Nodes of the graph and of the expression tree after ``k`` repeated squarings."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.semilogy(ks, [g for g, _ in sizes], "o-", label="computational graph (shared values)")
     ax.semilogy(ks, [t for _, t in sizes], "s-", label="the same expression as a tree")
-    ax.set(xlabel="number of squarings $k$", xticks=[1, 5, 10, 15, 20], ylabel="nodes",
-           title="Repeated squaring: graph vs. tree")
+    ax.set(
+        xlabel="number of squarings $k$",
+        xticks=[1, 5, 10, 15, 20],
+        ylabel="nodes",
+        title="Repeated squaring: graph vs. tree",
+    )
     ax.legend()
     fig.tight_layout()
     plt.show()
@@ -107,12 +151,16 @@ def graph_vs_tree(ks: Sequence[int], sizes: Sequence[tuple[int, int]]) -> None:
 
 # ---- chapter 3 ----------------------------------------------------------------------------
 
+
 def passes_per_direction(sizes: Sequence[int], many_inputs: Sequence[int], many_outputs: Sequence[int]) -> None:
     """Forward passes counted for a gradient (n inputs) and for a whole Jacobian (m outputs)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     left.plot(sizes, many_inputs, "o-")
-    left.set(title="$f: \\mathbb{R}^n \\to \\mathbb{R}$ (its gradient)", xlabel="number of inputs $n$",
-             ylabel="forward passes counted")
+    left.set(
+        title="$f: \\mathbb{R}^n \\to \\mathbb{R}$ (its gradient)",
+        xlabel="number of inputs $n$",
+        ylabel="forward passes counted",
+    )
     right.plot(sizes, many_outputs, "s-", color="C1")
     right.set(title="$g: \\mathbb{R} \\to \\mathbb{R}^m$ (its whole Jacobian)", xlabel="number of outputs $m$")
     fig.suptitle("Forward mode needs one pass per input direction")
@@ -121,6 +169,7 @@ def passes_per_direction(sizes: Sequence[int], many_inputs: Sequence[int], many_
 
 
 # ---- chapter 4 ----------------------------------------------------------------------------
+
 
 def sweep_costs(rows: Sequence[tuple[int, int, int, int, int, int]]) -> None:
     """Sweeps and local-derivative products for a whole gradient, forward against reverse.
@@ -131,13 +180,17 @@ def sweep_costs(rows: Sequence[tuple[int, int, int, int, int, int]]) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     left.plot(ns, [r[2] for r in rows], "o-", label="forward mode")
     left.plot(ns, [r[4] for r in rows], "s-", label="reverse mode")
-    left.set(xscale="log", yscale="log", xlabel="number of inputs n", ylabel="sweeps for the gradient",
-             title="Sweeps")
+    left.set(xscale="log", yscale="log", xlabel="number of inputs n", ylabel="sweeps for the gradient", title="Sweeps")
     right.plot(ns, [r[3] for r in rows], "o-", label="forward mode (n sweeps)")
     right.plot(ns, [r[5] for r in rows], "s-", label="reverse mode (1 sweep)")
     right.plot(ns, [r[1] for r in rows], "k--", lw=1, label="operations in f itself")
-    right.set(xscale="log", yscale="log", xlabel="number of inputs n", ylabel="local-derivative products",
-              title="Work for the whole gradient")
+    right.set(
+        xscale="log",
+        yscale="log",
+        xlabel="number of inputs n",
+        ylabel="local-derivative products",
+        title="Work for the whole gradient",
+    )
     for ax in (left, right):
         ax.set_xticks(ns, [str(n) for n in ns])
         ax.minorticks_off()
@@ -148,8 +201,10 @@ def sweep_costs(rows: Sequence[tuple[int, int, int, int, int, int]]) -> None:
 
 # ---- chapter 5 ----------------------------------------------------------------------------
 
-def gradients_on_a_grid(functions: Mapping[str, Callable[[Value], Value]],
-                        derivatives: Mapping[str, Callable[[np.ndarray], np.ndarray]]) -> None:
+
+def gradients_on_a_grid(
+    functions: Mapping[str, Callable[[Value], Value]], derivatives: Mapping[str, Callable[[np.ndarray], np.ndarray]]
+) -> None:
     """For each function: its graph, its derivative by formula, and ``x.grad`` from ``backward()``
     at 25 points (one fresh graph per point)."""
     xs = np.linspace(-3.0, 3.0, 25)
@@ -172,6 +227,7 @@ def gradients_on_a_grid(functions: Mapping[str, Callable[[Value], Value]],
 
 # ---- chapter 6 ----------------------------------------------------------------------------
 
+
 def recursion_limits(limits: Sequence[int], deepest: Sequence[int], long_chain: int) -> None:
     """Deepest chain the recursive sort handles under each recursion limit, and the explicit stack's."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -180,8 +236,11 @@ def recursion_limits(limits: Sequence[int], deepest: Sequence[int], long_chain: 
     ax.axhline(long_chain, color="C2", label=f"explicit stack: a chain of {long_chain:,} (sorted below)")
     ax.set_xticks(limits, [f"{limit:,}" for limit in limits])
     ax.minorticks_off()
-    ax.set(xlabel="sys.getrecursionlimit()", ylabel="chain depth",
-           title="Recursion depth is capped by the limit; an explicit stack is not")
+    ax.set(
+        xlabel="sys.getrecursionlimit()",
+        ylabel="chain depth",
+        title="Recursion depth is capped by the limit; an explicit stack is not",
+    )
     ax.legend(loc="center right")
     fig.tight_layout()
     plt.show()
@@ -189,11 +248,11 @@ def recursion_limits(limits: Sequence[int], deepest: Sequence[int], long_chain: 
 
 # ---- chapter 7 ----------------------------------------------------------------------------
 
+
 def _saddle_background(ax: plt.Axes, loss: Callable, alpha: float = 1.0, edge: str = "black"):
     fine = np.linspace(-3, 3, 241)
     A, B = np.meshgrid(fine, fine)
-    filled = ax.contourf(A, B, loss(A, B), levels=np.linspace(-27, 27, 19), cmap="RdBu_r", extend="both",
-                         alpha=alpha)
+    filled = ax.contourf(A, B, loss(A, B), levels=np.linspace(-27, 27, 19), cmap="RdBu_r", extend="both", alpha=alpha)
     ax.contour(A, B, loss(A, B), levels=[0], colors=edge, linewidths=1)
     ax.set(xlabel="$a$", ylabel="$b$", xlim=(-3, 3), ylim=(-3, 3), aspect="equal")
     return filled
@@ -242,8 +301,9 @@ def step_sizes(bowl: Callable, runs: Mapping[float, np.ndarray], verdicts: Mappi
     for k, (lr, run) in enumerate(runs.items()):
         left.plot(run[:16, 0], run[:16, 1], "o-", ms=3, lw=1, color=f"C{k}", label=f"lr = {lr} ({verdicts[lr]})")
         right.semilogy(bowl(run[:, 0], run[:, 1]), "-", color=f"C{k}", label=f"lr = {lr}")
-    left.set(xlim=(-3.5, 3.5), ylim=(-2, 2), xlabel="$a$", ylabel="$b$",
-             title="First 15 steps on $Q = (a^2 + 10b^2)/2$")
+    left.set(
+        xlim=(-3.5, 3.5), ylim=(-2, 2), xlabel="$a$", ylabel="$b$", title="First 15 steps on $Q = (a^2 + 10b^2)/2$"
+    )
     left.legend(fontsize=8, loc="lower left")
     right.set(xlabel="step", ylabel="$Q$", title="Loss per step")
     right.legend(fontsize=8)

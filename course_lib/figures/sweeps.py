@@ -5,6 +5,7 @@ forward mode fills by columns and reverse mode by rows.
 one frame per step, so a reader can follow the sweep without running anything; the
 numbers in every frame are the engine's own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -55,11 +56,17 @@ def _pull_steps(y: Node, digits: int) -> Frames:
         if node is y:
             caption = f"step {k}: the output's adjoint is 1"
         else:
-            terms = [f"{child.partial_derivative:.{digits}f} × {local:.{digits}f}"
-                     for child in node.child_nodes if id(child) in ancestors
-                     for parent, local in zip(child.parent_nodes, child.grad_wrt_parents) if parent is node]
-            caption = (f"step {k}: adjoint of {names[id(node)]} = Σ child's adjoint × local derivative\n"
-                       f"= {' + '.join(terms)} = {node.partial_derivative:.{digits}f}").replace("+ -", "− ")
+            terms = [
+                f"{child.partial_derivative:.{digits}f} × {local:.{digits}f}"
+                for child in node.child_nodes
+                if id(child) in ancestors
+                for parent, local in zip(child.parent_nodes, child.grad_wrt_parents)
+                if parent is node
+            ]
+            caption = (
+                f"step {k}: adjoint of {names[id(node)]} = Σ child's adjoint × local derivative\n"
+                f"= {' + '.join(terms)} = {node.partial_derivative:.{digits}f}"
+            ).replace("+ -", "− ")
         frames.append(draw_graph(y, highlight=[node], grads=dict(known), title=caption, digits=digits))
     return frames
 
@@ -79,31 +86,45 @@ def _push_steps(root: Value, digits: int) -> Frames:
             known[id(parent)] = parent.grad
             name = parent.label or f"({parent._op})"
             received.append(f"{name} += {parent.grad - before[id(parent)]:.{digits}f}")
-        caption = (f"step {k}: {node.label or f'({node._op})'}._backward() with grad {node.grad:.{digits}f}\n"
-                   + ", ".join(received))
+        caption = (
+            f"step {k}: {node.label or f'({node._op})'}._backward() with grad {node.grad:.{digits}f}\n"
+            + ", ".join(received)
+        )
         frames.append(draw_graph(root, highlight=[node], grads=dict(known), title=caption, digits=digits))
     return frames
 
 
-def jacobian_columns_and_rows(J: np.ndarray, column: int, row: int,
-                              inputs: Sequence[str], outputs: Sequence[str]) -> None:
+def jacobian_columns_and_rows(
+    J: np.ndarray, column: int, row: int, inputs: Sequence[str], outputs: Sequence[str]
+) -> None:
     """The Jacobian twice: one forward sweep (a JVP seeded with e_column) fills a column,
     one reverse sweep (a VJP seeded with e_row) fills a row."""
     m, n = J.shape
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    panels = [(axes[0], (slice(None), column), f"forward sweep seeded at {inputs[column]}:\n"
-               f"a JVP gives column {column + 1}", "C0"),
-              (axes[1], (row, slice(None)), f"reverse sweep seeded at {outputs[row]}:\n"
-               f"a VJP gives row {row + 1}", "C3")]
+    panels = [
+        (
+            axes[0],
+            (slice(None), column),
+            f"forward sweep seeded at {inputs[column]}:\na JVP gives column {column + 1}",
+            "C0",
+        ),
+        (axes[1], (row, slice(None)), f"reverse sweep seeded at {outputs[row]}:\na VJP gives row {row + 1}", "C3"),
+    ]
     for ax, picked, title, colour in panels:
         mask = np.zeros_like(J, dtype=bool)
         mask[picked] = True
-        ax.imshow(mask, cmap=plt.matplotlib.colors.ListedColormap(["#f2f2f2", colour]), alpha=0.35,
-                  vmin=0, vmax=1)
+        ax.imshow(mask, cmap=plt.matplotlib.colors.ListedColormap(["#f2f2f2", colour]), alpha=0.35, vmin=0, vmax=1)
         for i in range(m):
             for j in range(n):
-                ax.text(j, i, f"{J[i, j]:.3f}", ha="center", va="center", fontsize=13,
-                        fontweight="bold" if mask[i, j] else "normal")
+                ax.text(
+                    j,
+                    i,
+                    f"{J[i, j]:.3f}",
+                    ha="center",
+                    va="center",
+                    fontsize=13,
+                    fontweight="bold" if mask[i, j] else "normal",
+                )
         ax.set_xticks(range(n), [f"∂/∂{name}" for name in inputs])
         ax.set_yticks(range(m), list(outputs))
         ax.tick_params(length=0)
@@ -115,5 +136,3 @@ def jacobian_columns_and_rows(J: np.ndarray, column: int, row: int,
     fig.suptitle(f"The {m}×{n} Jacobian: n = {n} forward sweeps or m = {m} reverse sweeps fill it", fontsize=12)
     fig.tight_layout()
     plt.show()
-
-
