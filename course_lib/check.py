@@ -74,10 +74,10 @@ def _value_and_grads(f: Callable[..., Any], inputs: Sequence[Any], with_grads: b
     if any(isinstance(x, np.ndarray) for x in inputs):
         from course_lib.tensor import Tensor  # imported here: the scalar chapters never need it
 
-        leaves = [Tensor(x, requires_grad=True) for x in inputs]
-        out = f(*leaves)
+        tensors = [Tensor(x, requires_grad=True) for x in inputs]
+        out = f(*tensors)
         if isinstance(out, numbers.Real):  # f ignores its inputs: every gradient is 0
-            return float(out), [np.zeros(leaf.shape) for leaf in leaves]
+            return float(out), [np.zeros(leaf.shape) for leaf in tensors]
         if not isinstance(out, Tensor):
             raise TypeError(
                 f"gradcheck() on arrays needs f to return a Tensor (or a number), got {type(out).__name__}."
@@ -85,7 +85,7 @@ def _value_and_grads(f: Callable[..., Any], inputs: Sequence[Any], with_grads: b
         value = _scalar_output(out.data)
         if with_grads and out.requires_grad:
             out.backward()
-        return value, [np.zeros(leaf.shape) if leaf.grad is None else leaf.grad for leaf in leaves]
+        return value, [np.zeros(leaf.shape) if leaf.grad is None else leaf.grad for leaf in tensors]
     kinds = ", ".join(type(x).__name__ for x in inputs)
     raise TypeError(f"gradcheck() takes numbers as inputs, got: {kinds}.")
 
@@ -100,7 +100,7 @@ def gradcheck(f: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol: floa
     if not inputs:
         raise TypeError("gradcheck() needs at least one input, e.g. gradcheck(f, 2.0).")
     _, ad_grads = _value_and_grads(f, inputs)
-    worst = None  # (excess over the tolerance, input index, element, ad, numerical)
+    worst: tuple | None = None  # (excess over the tolerance, input index, element, ad, numerical)
     for i, x in enumerate(inputs):
 
         def f_i(xi: Any, i: int = i) -> float:
@@ -115,6 +115,7 @@ def gradcheck(f: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol: floa
         element = np.unravel_index(np.argmax(excess), excess.shape)
         if worst is None or excess[element] > worst[0]:
             worst = (excess[element], i, element, ad[element], num[element])
+    assert worst is not None  # there is at least one input
     excess, i, element, ad, num = worst
     if excess > 0:
         where = f"input {i}" + (f", element {tuple(int(k) for k in element)}" if element else "")

@@ -20,8 +20,7 @@ def load_iris() -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     (sepal length, sepal width, petal length, petal width, in cm), ``y`` int64 of shape
     (150,) with class indices 0, 1, 2 naming ``target_names[y]``.
     """
-    with resources.files("course_lib").joinpath("data/iris.csv").open(newline="") as f:
-        rows = list(csv.reader(f))
+    rows = list(csv.reader(resources.files("course_lib").joinpath("data/iris.csv").read_text().splitlines()))
     header, body = rows[0], rows[1:]
     feature_names = header[:-1]
     target_names = list(dict.fromkeys(row[-1] for row in body))  # in order of first appearance

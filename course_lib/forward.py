@@ -30,6 +30,9 @@ class Dual:
     """``primal + tangent·ε`` with ε² = 0, at perturbation level ``tag``."""
 
     __slots__ = ("primal", "tangent", "tag")
+    primal: Scalar
+    tangent: Scalar
+    tag: int
 
     def __init__(self, primal: Scalar, tangent: Scalar = 0.0, tag: int = 0) -> None:
         for part in (primal, tangent):
@@ -39,7 +42,7 @@ class Dual:
                         "a Dual's primal and tangent must be numbers: nested Duals come from "
                         "nesting derivative() or jvp() calls."
                     )
-            elif not isinstance(part, numbers.Real):
+            elif not isinstance(part, (float, numbers.Real)):
                 raise TypeError(f"Dual() takes numbers, got {type(part).__name__}.")
         self.primal = primal
         self.tangent = tangent

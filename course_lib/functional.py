@@ -47,12 +47,12 @@ def _fresh_input(x: Any) -> Tensor:
 def _substitute(args: tuple, argnum: ArgNum) -> tuple[list, tuple[Tensor, ...]]:
     """``args`` with the differentiated positions replaced by fresh input nodes, and those nodes."""
     positions = (argnum,) if isinstance(argnum, int) else tuple(argnum)
-    args = list(args)
+    substituted = list(args)
     for i in positions:
-        if not -len(args) <= i < len(args):
+        if not -len(substituted) <= i < len(substituted):
             raise IndexError(f"argnum {i} is out of range: the function was called with {len(args)} argument(s)")
-        args[i] = _fresh_input(args[i])
-    return args, tuple(args[i] for i in positions)
+        substituted[i] = _fresh_input(substituted[i])
+    return substituted, tuple(substituted[i] for i in positions)
 
 
 def _output(y: Any, name: str) -> Tensor:
@@ -76,8 +76,8 @@ def value_and_grad(
 
     def value_and_grad_f(*args: Any) -> tuple[Tensor, Any]:
         with set_grad_enabled(True):
-            args, inputs = _substitute(args, argnum)
-            y = _output(f(*args), "grad")
+            call_args, inputs = _substitute(args, argnum)
+            y = _output(f(*call_args), "grad")
             if y.data.size != 1:
                 raise ValueError(
                     f"grad needs f to return a scalar, but f returned shape {y.shape}: "
@@ -150,8 +150,8 @@ def jacobian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False)
 
     def jacobian_f(*args: Any) -> Tensor:
         with set_grad_enabled(True):
-            args, (x_in,) = _substitute(args, argnum)
-            y = _output(f(*args), "jacobian")
+            call_args, (x_in,) = _substitute(args, argnum)
+            y = _output(f(*call_args), "jacobian")
             rows = [
                 gradients(y, (x_in,), seed=unit.reshape(y.shape), create_graph=True, allow_unused=allow_unused)[0]
                 for unit in np.eye(y.data.size)

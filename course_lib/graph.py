@@ -40,7 +40,7 @@ class Node:
     """
 
     def __init__(self, value: float, name: str = "") -> None:
-        if not isinstance(value, numbers.Real):
+        if not isinstance(value, (float, numbers.Real)):  # float: Python floats, NumPy floats and ints too
             raise TypeError(f"Node() needs a real number as its value, got {type(value).__name__}.")
         self.value = float(value)
         self.name = name

@@ -187,7 +187,7 @@ def completeness_errors(
     return table
 
 
-def _as_float_array(value: ArrayLike | Tensor, name: str) -> np.ndarray:
+def _as_float_array(value: object, name: str) -> np.ndarray:
     """``value`` (number, sequence, ndarray or Tensor) as a float64 ndarray; integers are converted."""
     if isinstance(value, Tensor):
         value = value.data

@@ -143,7 +143,7 @@ class SGD:
                     f"SGD can only update leaf Tensors, but one parameter was computed by op {p._op!r}: "
                     "optimise the leaves it was computed from (model.parameters())"
                 )
-        if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < math.inf:
+        if isinstance(lr, bool) or not isinstance(lr, (float, Real)) or not 0 < lr < math.inf:
             raise ValueError(f"the learning rate must be a positive number, got {lr!r}")
         self.lr = float(lr)
 

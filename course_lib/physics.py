@@ -120,6 +120,7 @@ def fit_shot(
         if abs(float(height.data) - HOOP[1]) < tol:
             break
         loss.backward()
+        assert shot.grad is not None  # backward() has just filled it
         params = params - lr * shot.grad
     v, theta, heights, losses = (np.array(column) for column in zip(*rows))
     return ShotHistory(v, theta, heights, losses, converged=bool(abs(heights[-1] - HOOP[1]) < tol))

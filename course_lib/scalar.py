@@ -23,6 +23,7 @@ import math
 import numbers
 from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 from course_lib.toposort import interior_postorder, postorder
 
@@ -148,8 +149,8 @@ class Value:
         return (-self) + other
 
     def __rtruediv__(self, other: float) -> Value:  # other / self
-        other = _lift(other)
-        return NotImplemented if other is NotImplemented else other / self
+        numerator = _lift(other)
+        return NotImplemented if numerator is NotImplemented else numerator / self
 
     # ---- unary operations ----------------------------------------------------------
 
@@ -274,7 +275,7 @@ def _as_float(data: object) -> float:
     )
 
 
-def _changed(op: str, *values_and_saved: Value | float) -> RuntimeError:
+def _changed(op: str, *values_and_saved: Any) -> RuntimeError:
     """The error for a closure of ``op`` whose saved input values were replaced since the forward pass."""
     pairs = zip(values_and_saved[::2], values_and_saved[1::2])
     value, saved = next((v, s) for v, s in pairs if v.data is not s)
@@ -288,4 +289,4 @@ def _changed(op: str, *values_and_saved: Value | float) -> RuntimeError:
 
 def _lift(other: object) -> Value:
     """A number becomes a constant leaf; anything else is not ours to handle."""
-    return Value(other) if isinstance(other, numbers.Real) else NotImplemented
+    return Value(float(other)) if isinstance(other, numbers.Real) else NotImplemented

@@ -110,7 +110,7 @@ def acceleration(vx: Tensor, vy: Tensor, k: Values, g: float = G) -> tuple[Tenso
     return -drag * vx, -g - drag * vy
 
 
-def heun_step(state: State, k: Values, dt: Values, g: float = G) -> State:
+def heun_step(state: State, k: Values, dt: float | Tensor, g: float = G) -> State:
     """Advance ``state`` by one step of length ``dt`` with Heun's method.
 
     The position update, ``x + dt vx + dt^2/2 ax``, is exact for a constant acceleration;
@@ -301,6 +301,7 @@ def fit_shot_with_drag(
         if abs(height.item() - HOOP[1]) < tol:
             break
         loss.backward()
+        assert shot.grad is not None  # backward() has just filled it
         params = params - lr * shot.grad
     v, theta, heights, losses = (np.array(column) for column in zip(*rows))
     return ShotHistory(v, theta, heights, losses, converged=bool(abs(heights[-1] - HOOP[1]) < tol))
@@ -396,6 +397,7 @@ def plain_gradient(v: float, theta: float, k: float = DRAG, dt: float = DT) -> t
     height = hoop_height(params[0], params[1], params[2], dt=dt)
     nodes = graph_size(height)
     height.backward()
+    assert params.grad is not None  # backward() has just filled it
     return height.item(), params.grad, nodes
 
 

@@ -217,6 +217,7 @@ class Tensor:
         "_recorded",
         "_mask",
     )
+    _recorded: int  # the clock when record() made this node (nodes only)
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
@@ -393,10 +394,10 @@ class Tensor:
     # -- shapes --------------------------------------------------------------------------
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """Same values, new shape (one entry may be -1); ``reshape(2, 3)`` or ``reshape((2, 3))``."""
-        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
-        if tuple(shape) == self._data.shape:
+        new_shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
+        if tuple(new_shape) == self._data.shape:
             return self  # nothing to do, no node
-        return record("reshape", self._data.reshape(shape), (self,))
+        return record("reshape", self._data.reshape(new_shape), (self,))
 
     def transpose(self, *axes: int) -> Tensor:
         """Permute the axes (reverse them when none are given), like ``np.transpose``."""

@@ -12,7 +12,7 @@ objects that overload ``==`` (tensors) work too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 N = TypeVar("N")
 Successors = Callable[[N], Iterable[N]]
@@ -66,7 +66,7 @@ def postorder(start: N, successors: Successors) -> list[N]:
     return order
 
 
-def interior_postorder(start: N) -> list[N]:
+def interior_postorder(start: Any) -> list[Any]:
     """The nodes of ``start``'s graph that have parents (``node._parents``), each after
     its parents: the order a backward sweep needs, reversed, without the leaves.
 
@@ -75,9 +75,9 @@ def interior_postorder(start: N) -> list[N]:
     (so they must hash by identity, as ``Value`` does), leaves are never pushed, and a
     ``None`` marker under a node's parents says "emit it once they are done".
     """
-    order: list[N] = []
-    seen: set[N] = set()
-    stack: list[N | None] = [start] if start._parents else []
+    order: list[Any] = []
+    seen: set[Any] = set()
+    stack: list[Any] = [start] if start._parents else []
     push, pop = stack.append, stack.pop  # bound once: this loop runs for every node
     while stack:
         node = pop()

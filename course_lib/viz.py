@@ -207,7 +207,7 @@ def _summary(x: Any, digits: int) -> str:
     if x is None:
         return "None"
     if isinstance(x, numbers.Real):
-        return _number(x, digits)
+        return _number(float(x), digits)
     array = np.asarray(x)
     if array.ndim == 0:
         return _number(float(array), digits)

@@ -19,8 +19,7 @@ STYLE = {"figure.figsize": (6.4, 4.2), "figure.dpi": 100, "axes.grid": True, "gr
 
 def use_course_style() -> None:
     """One look for every figure of the course."""
-    plt.style.use("default")
-    plt.rcParams.update(STYLE)
+    plt.style.use(["default", STYLE])
 
 
 # ---- chapter 1 ----------------------------------------------------------------------------

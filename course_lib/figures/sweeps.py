@@ -9,6 +9,7 @@ numbers in every frame are the engine's own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -101,7 +102,7 @@ def jacobian_columns_and_rows(
     one reverse sweep (a VJP seeded with e_row) fills a row."""
     m, n = J.shape
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    panels = [
+    panels: list[tuple[Any, tuple[Any, Any], str, str]] = [
         (
             axes[0],
             (slice(None), column),
