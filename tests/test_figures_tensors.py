@@ -1,0 +1,68 @@
+"""course_lib.figures.tensors: every figure of chapters 8 to 14 is drawn from the data it is
+given, and graph drawings are readable at the page width (labels in 14 pt, at most 8.5 in wide)."""
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from course_lib.figures import tensors as figures  # noqa: E402
+
+
+class Node:
+    """A node like chapter 8's miniature: a name, parents and one VJP function per parent."""
+
+    def __init__(self, name, parents=(), vjps=()):
+        self.name, self.parents, self.vjps = name, parents, vjps
+
+
+def seed_trace():
+    """The trace of y = sin(x1 + x2) * x3 at (0.5, 1.0, 2.0), built by hand."""
+    x1, x2, x3 = Node("x1"), Node("x2"), Node("x3")
+    add = Node("add", (x1, x2), (lambda g: g, lambda g: g))
+    sin = Node("sin", (add,), (lambda g: g * np.cos(1.5),))
+    return Node("mul", (sin, x3), (lambda g: g * 2.0, lambda g: g * np.sin(1.5)))
+
+
+def svg_of(dot) -> str:
+    return dot.pipe(format="svg").decode()
+
+
+@pytest.mark.parametrize("dot", [figures.engine_flowchart(), figures.trace_diagram(seed_trace(), gradients=True)],
+                         ids=["flowchart", "trace"])
+def test_graph_drawings_are_readable_at_page_width(dot):
+    svg = svg_of(dot)
+    sizes = [float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)]
+    assert sizes and min(sizes) >= 14.0, "labels as large as the body text"
+    width_pt = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1))
+    assert width_pt <= 8.5 * 72, f"{width_pt} pt: the page would scale the labels down"
+
+
+def test_flowchart_has_both_phases_and_the_registry():
+    source = figures.engine_flowchart().source
+    for piece in ["1. trace", "2. backward pass", "registry of VJP rules", "child-count order", "Box(x, start node)"]:
+        assert piece in source, piece
+
+
+def test_trace_diagram_numbers_nodes_in_child_count_order_with_their_gradients():
+    plain = figures.trace_diagram(seed_trace()).source
+    assert "grad" not in plain and plain.count("->") == 5
+    source = figures.trace_diagram(seed_trace(), gradients=True).source
+    assert "1. mul\ngrad 1.000" in source and "2. x3\ngrad 0.997" in source and "3. sin\ngrad 2.000" in source
+    assert "4. add\ngrad 0.141" in source and "x1\ngrad 0.141" in source and "x2\ngrad 0.141" in source
+    assert 'label=" ×0.071"' in source  # the local derivative cos(1.5) on the edge sin -> add
+
+
+def test_nested_derivatives_draws_reference_and_curves():
+    xs = np.linspace(0, 1, 5)
+    fig = figures.nested_derivatives(xs, {"a": xs, "b": 2 * xs}, xs**2, "ref", "title")
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["ref", "a", "b"] and ax.get_title() == "title"
+    assert np.array_equal(ax.lines[2].get_ydata(), 2 * xs)
