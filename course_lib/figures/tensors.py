@@ -132,3 +132,106 @@ def nested_derivatives(xs: np.ndarray, curves: Mapping[str, Sequence[float]], re
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
         fig.tight_layout()
     return _done(fig)
+
+
+# ---- chapter 14: how fast is it? --------------------------------------------------------
+
+def _array(values: Sequence[float | None]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def gradient_cost(cost: Mapping[str, Any]) -> Figure:
+    """Gradient time over function time against n, log-log (``benchmarks.json``'s ``gradient_cost``)."""
+    ns = np.array(cost["n"])
+    ratio = {name: _array(values) for name, values in cost["ratio_to_function"].items()}
+    with _style():
+        fig, ax = plt.subplots(figsize=(9.5, 4.6))
+        ax.loglog(ns, ratio["forward mode"], "s-", color="C1", label="forward mode: $n$ passes with Dual numbers")
+        ax.loglog(ns, ratio["central differences"], "o-", color="C0", label="central differences: $2n$ evaluations")
+        ax.loglog(ns, ratio["reverse mode"], "^-", color="C2", label="reverse mode: Value, one backward()")
+        ax.loglog(ns, ratio["taped forward"], "^:", color="C2", alpha=0.6, mfc="none",
+                  label="reverse mode, recording pass alone")
+        ax.loglog(ns, 2 * ns, "--", color="0.5", lw=1, label="$2n$ (slope 1)")
+        ax.set_xlabel("number of inputs $n$")
+        ax.set_ylabel("gradient time / time of $f$ on floats")
+        ax.set_title("The cost of one gradient of $f_n$, relative to $f_n$ itself")
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        fig.tight_layout()
+    return _done(fig)
+
+
+def mlp_step(mlp: Mapping[str, Any]) -> Figure:
+    """One MLP training step per engine, as a multiple of the NumPy forward pass (``mlp``)."""
+    steps = [name for name in sorted(mlp["seconds"], key=mlp["seconds"].get) if "forward only" not in name]
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.0, 3.2))
+        ax.barh(steps, [mlp["ratio_to_numpy_forward"][name] for name in steps], color="C0")
+        ax.axvline(1, color="k", lw=1)
+        ax.axvline(3, color="C3", ls="--", lw=1, label='"about three times"')
+        ax.invert_yaxis()
+        ax.set_xlabel("forward + backward time / NumPy forward time")
+        ax.set_title("One training step of the MLP")
+        ax.legend(fontsize=9, loc="lower right")
+        fig.tight_layout()
+    return _done(fig)
+
+
+def per_op_overhead(per_op: Mapping[str, float]) -> Figure:
+    """Microseconds per tiny multiplication, forward and backward, per engine (log scale)."""
+    names = sorted(per_op, key=per_op.get)
+    colours = ["0.6" if "no AD" in name else ("C2" if "course_lib" in name else "C0") for name in names]
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.4, 3.8))
+        ax.barh(names, [per_op[name] for name in names], color=colours)
+        for k, name in enumerate(names):
+            ax.text(per_op[name] * 1.15, k, f"{per_op[name]:.2g} µs", va="center", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlim(0.01, 400)
+        ax.invert_yaxis()
+        ax.set_xlabel("microseconds per multiplication, forward + backward (log scale)")
+        ax.set_title("Per-operation overhead on tiny operands")
+        fig.tight_layout()
+    return _done(fig)
+
+
+def deep_graphs(deep: Mapping[str, Any]) -> Figure:
+    """Build and backward time of a chain against its depth, and where micrograd stops."""
+    fails = deep.get("micrograd_fails_at")
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+        for name, colour in [("course_lib (Value)", "C2"), ("micrograd", "C0")]:
+            if name not in deep:
+                continue
+            depth = np.array(deep[name]["depth"])
+            ax.loglog(depth, deep[name]["build_seconds"], "o-", color=colour, label=f"{name}: build (forward)")
+            ax.loglog(depth, deep[name]["backward_seconds"], "s--", color=colour, label=f"{name}: backward")
+        depth = np.array(deep["course_lib (Value)"]["depth"])
+        ax.loglog(depth, 1e-6 * depth, ":", color="0.5", label="1 µs per node (slope 1)")
+        if fails and fails["depth"]:
+            ax.axvline(fails["depth"], color="C3", lw=1)
+            ax.text(fails["depth"] * 1.2, 2e-5, f"micrograd:\nRecursionError\nat depth {fails['depth']:,}",
+                    color="C3", fontsize=9)
+        ax.set_xlabel("depth $d$ of the chain (nodes)")
+        ax.set_ylabel("CPU seconds")
+        ax.set_title("Time against graph depth")
+        ax.legend(fontsize=8, loc="upper left")
+        fig.tight_layout()
+    return _done(fig)
+
+
+def scalar_vs_tensor(svt: Mapping[str, Any]) -> Figure:
+    """Seconds per gradient of a dot product against the vector length, per engine."""
+    dims = np.array(svt["n"])
+    styles = {"course_lib (Value)": ("^-", "C2"), "course_lib (Tensor)": ("o-", "C1"),
+              "PyTorch eager": ("s-", "C0"), "NumPy forward only": ("x:", "0.4")}
+    with _style():
+        fig, ax = plt.subplots(figsize=(7.2, 4.6))
+        for name, seconds in svt["seconds"].items():
+            marker, colour = styles.get(name, (".-", "C4"))
+            ax.loglog(dims, _array(seconds), marker, color=colour, label=name)
+        ax.set_xlabel("vector length $n$")
+        ax.set_ylabel("CPU seconds per gradient")
+        ax.set_title("Gradient of a dot product: one node per number or one per array")
+        ax.legend(fontsize=9, loc="upper left")
+        fig.tight_layout()
+    return _done(fig)
