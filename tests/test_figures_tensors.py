@@ -111,3 +111,23 @@ def test_scalar_vs_tensor_draws_one_line_per_engine(results):
     svt = results["scalar_vs_tensor"]
     ax = figures.scalar_vs_tensor(svt).axes[0]
     assert sorted(line.get_label() for line in ax.lines) == sorted(svt["seconds"])
+
+
+# ---- chapter 9 ------------------------------------------------------------------------------
+
+def test_jacobian_memory_crosses_16_gb_where_the_chapter_says():
+    widths = np.logspace(1, 6, 51)
+    ax = figures.jacobian_memory(widths, batch=64).axes[0]
+    matmul, elementwise = ax.lines[0].get_ydata(), ax.lines[1].get_ydata()
+    assert np.allclose(matmul, 64 * widths**3 * 8) and np.allclose(elementwise, 64 * widths**2 * 8)
+    # "passes 16 GB at a width of about 300, the elementwise Jacobians at about 5,600"
+    assert 250 < (16e9 / (64 * 8)) ** (1 / 3) < 350 and 5000 < (16e9 / (64 * 8)) ** 0.5 < 6000
+
+
+def test_unbroadcast_picture_shows_the_gradients_it_is_given():
+    G = np.arange(1.0, 13.0).reshape(4, 3)
+    fig = figures.unbroadcast_picture(G, {(3,): G.sum(axis=0), (4, 1): G.sum(axis=1, keepdims=True)})
+    top, bottom = fig.axes
+    assert {"22", "26", "30"} <= {t.get_text() for t in top.texts}
+    assert {"6", "15", "24", "33"} <= {t.get_text() for t in bottom.texts}
+    assert "operand.grad (4, 1)" in {t.get_text() for t in bottom.texts}

@@ -335,10 +335,35 @@ def test_chapter_8_sqrt_exercise_check_tells_right_from_wrong(ch08, teaching):
     assert "not done yet" in printed(tagged(ch08, "ch08-exercise-check"))
 
 
-@pytest.mark.parametrize("path", [CH08])
+@pytest.mark.parametrize("path", [CH08, CH09])
 def test_chapters_have_exercises_with_hidden_solutions(path):
     text = markdown(nbformat.read(path, as_version=4))
     labels = re.findall(r"^::::\{exercise\}\n:label: (\S+)", text, re.M)
     solved = re.findall(r"^::::\{solution\} (\S+)\n:class: dropdown", text, re.M)
     assert len(labels) >= 3 and sorted(labels) == sorted(solved)
     assert "**Coding.**" in text and "## Summary" in text
+
+
+def test_chapter_9_counts_leaves_and_operations_of_the_pruned_graph(ch09):
+    rng = np.random.default_rng(3)
+    X = Tensor(rng.normal(size=(5, 4)))
+    W = Tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    b = Tensor(np.zeros(3), requires_grad=True)
+    Xs = (X - X.mean(axis=0)) / X.data.std(axis=0)
+    nodes = child_count_order(nn.cross_entropy(Xs @ W + b, np.array([0, 2, 1, 1, 0])), lambda t: t._parents)
+    leaves = [n for n in nodes if not n._op]
+    assert len(nodes) == 9 and len(leaves) == 3 and Xs in leaves
+    assert ("nodes in the loss graph: 9 = 3 leaves (Xs, W, b) + 6 operations "
+            "['neg', 'mean', 'getitem', 'log_softmax', 'add', 'matmul']") in printed(tagged(ch09, "ch09-pruning"))
+
+
+def test_chapter_9_softmax_vjp_exercise_check_tells_right_from_wrong(ch09):
+    namespace = {"np": np, "Tensor": Tensor}
+    for cell in tagged(ch09, "ch09-exercise") + tagged(ch09, "ch09-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_softmax_vjp"]
+    assert check(namespace["softmax_vjp"]).startswith("not done yet")
+    assert check(lambda p, p_bar: p * (p_bar - np.dot(p_bar, p))).startswith("correct")
+    assert check(lambda p, p_bar: p_bar * p * (1 - p)).startswith("not yet")  # the diagonal only
+    assert check(lambda p, p_bar: np.dot(p_bar, p)).startswith("not yet: the result has shape ()")
+    assert "not done yet" in printed(tagged(ch09, "ch09-exercise-check"))

@@ -134,6 +134,80 @@ def nested_derivatives(xs: np.ndarray, curves: Mapping[str, Sequence[float]], re
     return _done(fig)
 
 
+# ---- chapter 9: tensors --------------------------------------------------------------------
+
+def jacobian_memory(widths: np.ndarray, batch: int = 64, bytes_per: int = 8) -> Figure:
+    """Bytes of the Jacobians reverse mode avoids, against those of the VJPs it uses, per layer width."""
+    jac_elementwise = batch * widths**2 * bytes_per          # one n x n Jacobian per example
+    jac_matmul = (batch * widths) * widths**2 * bytes_per     # d(XW)/dW: (batch n) x (n n)
+    vjp_matmul = (2 * batch * widths + widths**2) * bytes_per  # X, G and the result, shape of W
+    with _style():
+        fig, ax = plt.subplots(figsize=(8, 4.6))
+        ax.loglog(widths, jac_matmul, color="C3", lw=2,
+                  label=rf"Jacobian of $XW$ w.r.t. $W$: ${batch}n \cdot n^2$ entries")
+        ax.loglog(widths, jac_elementwise, color="C1", lw=2,
+                  label=rf"Jacobians of an elementwise op: ${batch} \cdot n^2$ entries")
+        ax.loglog(widths, vjp_matmul, color="C0", lw=2, label=r"VJP of $XW$: arrays $X$, $G$, $\bar W$")
+        ax.loglog(widths, batch * widths * bytes_per, "--", color="C2", lw=2,
+                  label=rf"VJP of an elementwise op: ${batch}n$ entries")
+        ax.axhline(16e9, color="k", lw=1, ls=":")
+        ax.text(12, 3e10, "16 GB of memory", fontsize=9)
+        ax.set_xlabel("layer width $n$")
+        ax.set_ylabel("bytes (float64)")
+        ax.set_title("What reverse mode would store with Jacobians, and what it stores")
+        ax.legend(fontsize=9, loc="upper left")
+        fig.tight_layout()
+    return _done(fig)
+
+
+def _cells(ax: Any, x0: float, y0: float, rows: int, cols: int, color: Any, values: Any = None) -> None:
+    """A rows x cols grid of unit squares, top-left corner at (x0, y0), optionally numbered."""
+    for i in range(rows):
+        for j in range(cols):
+            face = color if isinstance(color, str) else color[i][j]
+            ax.add_patch(Rectangle((x0 + j, y0 - i - 1), 1, 1, facecolor=face, edgecolor="0.2"))
+            if values is not None:
+                ax.text(x0 + j + 0.5, y0 - i - 0.5, f"{values[i][j]:g}", ha="center", va="center", fontsize=9)
+
+
+def _arrow(ax: Any, x0: float, x1: float, text: str) -> None:
+    ax.annotate("", xy=(x1, 2.0), xytext=(x0, 2.0), arrowprops={"arrowstyle": "->", "lw": 1.5, "color": "0.3"})
+    ax.text((x0 + x1) / 2, 2.35, text, ha="center", va="bottom", fontsize=9)
+
+
+def unbroadcast_picture(G: np.ndarray, grads: Mapping[tuple[int, ...], np.ndarray]) -> Figure:
+    """Broadcasting forward and summing back: one row per operand shape, for an upstream ``G``.
+
+    ``grads`` maps each operand's shape, ``(n,)`` or ``(m, 1)``, to the gradient the engine gave it.
+    """
+    rows_g, cols_g = G.shape
+    how = {1: "sum over axis 0\n(an added axis)", 2: "sum over axis 1,\nkeepdims=True"}
+    with _style():
+        fig, axes = plt.subplots(len(grads), 1, figsize=(10.5, 3.2 * len(grads)), squeeze=False)
+        for ax, (shape, grad) in zip(axes[:, 0], grads.items()):
+            rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+            _cells(ax, 0, 4, rows, cols, "#9ecae1")
+            ax.text(cols / 2, 4.35, f"operand {shape}", ha="center", fontsize=10)
+            _arrow(ax, 3.5, 6.5, "forward:\nbroadcast")
+            copies = [["#9ecae1" if i < rows and j < cols else "#deebf7" for j in range(cols_g)] for i in range(rows_g)]
+            _cells(ax, 7, 4, rows_g, cols_g, copies)
+            ax.text(8.5, 4.35, f"acts as copies {G.shape}", ha="center", fontsize=10)
+            _arrow(ax, 10.5, 13.5, "backward:\nG arrives")
+            _cells(ax, 14, 4, rows_g, cols_g, "#fdd0a2", G)
+            ax.text(15.5, 4.35, "G = dL/d(X + operand)", ha="center", fontsize=10)
+            _arrow(ax, 17.5, 20.5, how[len(shape)])
+            _cells(ax, 21, 4, rows, cols, "#fd8d3c", np.reshape(grad, (rows, cols)))
+            ax.text(21 + cols / 2, 4.35, f"operand.grad {np.shape(grad)}", ha="center", fontsize=10)
+            ax.set_title(f"a {'bias' if len(shape) == 1 else 'column'} of shape {shape} added to X of shape {G.shape}",
+                         fontsize=11)
+            ax.set_xlim(-0.5, 24.5)
+            ax.set_ylim(-0.5, 5.2)
+            ax.set_aspect("equal")
+            ax.axis("off")
+        fig.tight_layout()
+    return _done(fig)
+
+
 # ---- chapter 14: how fast is it? --------------------------------------------------------
 
 def _array(values: Sequence[float | None]) -> np.ndarray:
