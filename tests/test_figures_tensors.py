@@ -131,3 +131,28 @@ def test_unbroadcast_picture_shows_the_gradients_it_is_given():
     assert {"22", "26", "30"} <= {t.get_text() for t in top.texts}
     assert {"6", "15", "24", "33"} <= {t.get_text() for t in bottom.texts}
     assert "operand.grad (4, 1)" in {t.get_text() for t in bottom.texts}
+
+
+# ---- chapter 10 -----------------------------------------------------------------------------
+
+def test_iris_scatter_draws_each_species_in_both_panels():
+    from course_lib.datasets import load_iris
+    X, y, features, targets = load_iris()
+    fig = figures.iris_scatter(X, y, features, targets)
+    assert [len(ax.collections) for ax in fig.axes] == [3, 3]
+    assert fig.axes[1].get_xlabel() == features[2].replace("_", " ")
+
+
+def test_training_curves_average_each_epoch():
+    losses = np.arange(1.0, 13.0)  # 3 epochs of 4 steps
+    fig = figures.training_curves(losses, [0.5, 0.7, 0.9], [0.4, 0.6, 0.8], lr=0.1)
+    ax_loss, ax_acc = fig.axes
+    assert np.allclose(ax_loss.lines[1].get_ydata(), [2.5, 6.5, 10.5])
+    assert ax_loss.get_title() == "Training loss (course_lib, SGD, lr = 0.1)"
+    assert np.allclose(ax_acc.lines[1].get_ydata(), [0.4, 0.6, 0.8])
+
+
+def test_loss_gap_is_drawn_in_units_of_epsilon():
+    eps = np.finfo(float).eps
+    ax = figures.loss_gap(np.array([0.0, eps, 2 * eps])).axes[0]
+    assert np.allclose(ax.lines[0].get_ydata(), [0, 1, 2])

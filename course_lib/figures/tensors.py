@@ -208,6 +208,66 @@ def unbroadcast_picture(G: np.ndarray, grads: Mapping[tuple[int, ...], np.ndarra
     return _done(fig)
 
 
+# ---- chapter 10: neural networks -------------------------------------------------------------
+
+def iris_scatter(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str], target_names: Sequence[str]) -> Figure:
+    """Sepals and petals of the Iris flowers, one marker per species."""
+    with _style():
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+        for ax, (i, j) in zip(axes, [(0, 1), (2, 3)]):
+            for c, (name, marker) in enumerate(zip(target_names, "o^s")):
+                ax.scatter(X[y == c, i], X[y == c, j], s=22, marker=marker, alpha=0.75, label=name)
+            ax.set_xlabel(feature_names[i].replace("_", " "))
+            ax.set_ylabel(feature_names[j].replace("_", " "))
+        axes[0].set_title("Sepals: the species overlap")
+        axes[1].set_title("Petals: setosa stands apart")
+        axes[1].legend(title="species", loc="upper left")
+        fig.tight_layout()
+    return _done(fig)
+
+
+def training_curves(step_losses: Sequence[float], train_acc: Sequence[float], test_acc: Sequence[float],
+                    lr: float) -> Figure:
+    """Minibatch losses with their epoch means, and accuracy after each epoch."""
+    epochs = len(train_acc)
+    steps_per_epoch = len(step_losses) // epochs
+    epoch_losses = np.reshape(step_losses, (epochs, steps_per_epoch)).mean(axis=1)
+    with _style():
+        fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+        ax_loss.plot(np.arange(1, len(step_losses) + 1) / steps_per_epoch, step_losses, lw=0.6,
+                     color="C0", alpha=0.45, label="loss of each minibatch")
+        ax_loss.plot(np.arange(1, epochs + 1), epoch_losses, lw=2, color="C0", label="mean over the epoch")
+        ax_loss.axhline(np.log(3), color="0.4", ls=":", label=r"$\log 3$ (uniform guess)")
+        ax_loss.set_yscale("log")
+        ax_loss.set_xlabel("epoch")
+        ax_loss.set_ylabel("cross-entropy loss")
+        ax_loss.set_title(f"Training loss (course_lib, SGD, lr = {lr:g})")
+        ax_loss.legend(fontsize=9)
+        ax_acc.plot(np.arange(1, epochs + 1), train_acc, lw=2, label="training set")
+        ax_acc.plot(np.arange(1, epochs + 1), test_acc, lw=2, ls="--", label="test set")
+        ax_acc.set_ylim(0.3, 1.02)
+        ax_acc.set_xlabel("epoch")
+        ax_acc.set_ylabel("accuracy")
+        ax_acc.set_title("Accuracy after each epoch")
+        ax_acc.legend(loc="lower right", fontsize=9)
+        fig.tight_layout()
+    return _done(fig)
+
+
+def loss_gap(gap: np.ndarray) -> Figure:
+    """The difference between two libraries' losses at every step, in units of machine epsilon."""
+    eps = np.finfo(float).eps
+    with _style():
+        fig, ax = plt.subplots(figsize=(8, 3.4))
+        ax.plot(np.arange(1, len(gap) + 1), gap / eps, ".", ms=3, color="C3")
+        ax.set_xlabel("SGD step")
+        ax.set_ylabel(r"$|\ell_\mathrm{course\_lib} - \ell_\mathrm{PyTorch}|\ /\ \varepsilon$")
+        ax.set_title("Loss difference between the two libraries, in units of machine epsilon")
+        ax.set_ylim(-0.5, max(4.5, gap.max() / eps + 0.5))
+        fig.tight_layout()
+    return _done(fig)
+
+
 # ---- chapter 14: how fast is it? --------------------------------------------------------
 
 def _array(values: Sequence[float | None]) -> np.ndarray:
