@@ -156,3 +156,42 @@ def test_loss_gap_is_drawn_in_units_of_epsilon():
     eps = np.finfo(float).eps
     ax = figures.loss_gap(np.array([0.0, eps, 2 * eps])).axes[0]
     assert np.allclose(ax.lines[0].get_ydata(), [0, 1, 2])
+
+
+# ---- chapter 12 -----------------------------------------------------------------------------
+
+def test_ig_path_draws_output_and_each_partial_derivative():
+    alphas = np.linspace(0, 1, 11)
+    grads = np.column_stack([1 - alphas, 2 * (1 - alphas)])
+    fig = figures.ig_path(alphas, alphas**2, grads)
+    ax_f, ax_g = fig.axes
+    assert np.allclose(ax_f.lines[0].get_ydata(), alphas**2)
+    assert [line.get_label() for line in ax_g.lines][:2] == [r"$\partial f/\partial x_1$", r"$\partial f/\partial x_2$"]
+
+
+def test_quadrature_errors_draws_every_rule_and_hides_zero_errors():
+    steps = np.array([2, 16, 256])
+    errors = {m: {int(s): 1.0 / s for s in steps} for m in
+              ["riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"]}
+    errors["gausslegendre"][256] = 0.0
+    ax = figures.quadrature_errors(steps, errors, [0.1, 0.05, 0.02], rise=1.8).axes[0]
+    gauss = next(line for line in ax.lines if line.get_label() == "gausslegendre")
+    assert np.isnan(gauss.get_ydata()[-1]) and ax.get_xscale() == "log"
+
+
+def test_attribution_bars_show_each_split_and_its_sum():
+    splits = {"a": np.array([0.1, 1.5]), "b": np.array([0.2, 2.0]), "IG": np.array([0.05, 1.78])}
+    ax = figures.attribution_bars(splits, rise=1.83).axes[0]
+    heights = [round(p.get_height(), 2) for p in ax.patches]
+    assert heights == [0.1, 1.5, 1.6, 0.2, 2.0, 2.2, 0.05, 1.78, 1.83]
+    assert ax.get_title() == "Why did the hit pass 1.83 m higher than the first throw?"
+
+
+def test_iris_attributions_one_panel_per_target():
+    names = ["sepal_length_cm", "sepal_width_cm", "petal_length_cm", "petal_width_cm"]
+    fig = figures.iris_attributions({1: np.array([0.5, -0.2, 1.0, 0.3]), 2: np.array([-0.1, 0.2, -1.0, 0.4])},
+                                    names, ["setosa", "versicolor", "virginica"], predicted=1, title="flower")
+    left, right = fig.axes
+    assert left.get_title().startswith("target 1: versicolor (predicted class)")
+    assert right.get_title().startswith("target 2: virginica (true class)")
+    assert [t.get_text() for t in left.get_xticklabels()][2] == "petal\nlength"

@@ -268,6 +268,98 @@ def loss_gap(gap: np.ndarray) -> Figure:
     return _done(fig)
 
 
+# ---- chapter 12: integrated gradients --------------------------------------------------------
+
+def ig_path(alphas: np.ndarray, values: np.ndarray, grads: np.ndarray) -> Figure:
+    """The output and each partial derivative along the straight path from the baseline."""
+    with _style():
+        fig, (ax_f, ax_g) = plt.subplots(1, 2, figsize=(11, 4))
+        ax_f.plot(alphas, values, color="C0", lw=2)
+        ax_f.set_xlabel(r"$\alpha$")
+        ax_f.set_ylabel(r"$f(x' + \alpha (x - x'))$")
+        ax_f.set_title("The output along the straight path")
+        for i in range(grads.shape[1]):
+            color = f"C{i + 1}"
+            ax_g.plot(alphas, grads[:, i], color=color, lw=2, label=rf"$\partial f/\partial x_{i + 1}$")
+            ax_g.fill_between(alphas, grads[:, i], color=color, alpha=0.2)
+        ax_g.plot([1.0], [grads[-1, 0]], "o", color="k", ms=5, label="gradient at $x$")
+        ax_g.set_xlabel(r"$\alpha$")
+        ax_g.set_ylabel("partial derivative")
+        ax_g.set_title("The gradient along the path")
+        ax_g.legend()
+        fig.tight_layout()
+    return _done(fig)
+
+
+def quadrature_errors(step_counts: np.ndarray, errors: Mapping[str, Mapping[int, float]],
+                      trapezoid_bias: Sequence[float], rise: float) -> Figure:
+    """Completeness error of each quadrature rule against the number of steps, log-log."""
+    styles = {"riemann_left": ("C0", "v"), "riemann_right": ("C1", "^"), "riemann_middle": ("C2", "o"),
+              "riemann_trapezoid": ("C4", "s"), "gausslegendre": ("C3", "D")}
+    with _style():
+        fig, ax = plt.subplots(figsize=(11, 5.2))
+        for method, (color, marker) in styles.items():
+            err = np.array([errors[method][int(m)] for m in step_counts])
+            ax.loglog(step_counts, np.where(err > 0, err, np.nan), marker=marker, color=color, ms=4, lw=1.3,
+                      label=method)
+        ax.loglog(step_counts, trapezoid_bias, "--", color="C4", lw=1.5,
+                  label="trapezoid with weights 1/m (Captum, alibi)")
+        ax.loglog(step_counts, 0.03 / step_counts, ":", color="0.3", lw=1.2)
+        ax.loglog(step_counts, 2e-4 / step_counts**2, ":", color="0.3", lw=1.2)
+        ax.text(150, 0.03 / 150 * 0.3, r"slope $-1$", fontsize=9)
+        ax.text(150, 2e-4 / 150**2 * 0.15, r"slope $-2$", fontsize=9)
+        ax.axhspan(1e-17, 3e-15, color="0.85", zorder=0)
+        ax.text(2.1, 2.5e-17, "rounding level", fontsize=9)
+        ax.axhline(0.05 * rise, color="0.5", lw=1, ls="-.")
+        ax.text(30, 0.05 * rise * 1.5, "5% of F(x) - F(x')", fontsize=9)
+        ax.set_ylim(1e-17, 1)
+        ax.set_xlabel("steps $m$ (gradient evaluations)")
+        ax.set_ylabel(r"completeness error $|\delta|$ (m)")
+        ax.set_title("Integrated Gradients of the throw: error of each quadrature rule")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
+        fig.tight_layout()
+    return _done(fig)
+
+
+def attribution_bars(splits: Mapping[str, np.ndarray], rise: float) -> Figure:
+    """Three ways to split the rise in height between speed and angle, with their sums."""
+    with _style():
+        fig, ax = plt.subplots(figsize=(8.5, 5.0))
+        width = 0.26
+        for k, (name, color) in enumerate(zip(splits, ["0.7", "0.45", "C3"])):
+            bars = ax.bar(np.arange(3) + (k - 1) * width, [*splits[name], splits[name].sum()], width,
+                          color=color, label=name)
+            ax.bar_label(bars, fmt="%.3f", fontsize=8, padding=2)
+        ax.axhline(rise, color="C0", ls="--", lw=1.5, label=f"F(x) - F(x') = {rise:.4f} m")
+        ax.set_xticks(np.arange(3), ["speed $v$", r"angle $\theta$", "sum"])
+        ax.set_ylabel("share of the rise in height (m)")
+        ax.set_ylim(0, 2.35)
+        ax.set_title(f"Why did the hit pass {rise:.2f} m higher than the first throw?")
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+        fig.tight_layout()
+    return _done(fig)
+
+
+def iris_attributions(attributions: Mapping[int, np.ndarray], feature_names: Sequence[str],
+                      target_names: Sequence[str], predicted: int, title: str) -> Figure:
+    """IG attributions of one flower's logits, one panel per target class."""
+    labels = [name.replace("_cm", "").replace("_", "\n") for name in feature_names]
+    with _style():
+        fig, axes = plt.subplots(1, len(attributions), figsize=(11, 4.2), sharey=True, squeeze=False)
+        for ax, (target, a) in zip(axes[0], attributions.items()):
+            bars = ax.bar(np.arange(len(a)), a, color=["C2" if value > 0 else "C3" for value in a])
+            ax.bar_label(bars, fmt="%+.2f", fontsize=9, padding=2)
+            ax.axhline(0, color="k", lw=1)
+            ax.set_xticks(np.arange(len(a)), labels)
+            role = "predicted class" if target == predicted else "true class"
+            ax.set_title(f"target {target}: {target_names[target]} ({role})\nsum {a.sum():+.2f} = change of the logit")
+        axes[0, 0].set_ylabel("IG attribution (logit units)")
+        axes[0, 0].set_ylim(-1.5, 3.4)
+        fig.suptitle(title, y=1.02)
+        fig.tight_layout()
+    return _done(fig)
+
+
 # ---- chapter 14: how fast is it? --------------------------------------------------------
 
 def _array(values: Sequence[float | None]) -> np.ndarray:
