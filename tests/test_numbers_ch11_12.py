@@ -499,11 +499,13 @@ def test_ch12_one_batched_call_and_costs(iris, hit):
     assert calls == [(52, 4)]
     calls.clear()
     ig.integrated_gradients(counted, Z[133], steps=200, method="gausslegendre", target=1, grad_method="fd")
-    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 1800
+    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 9 * 202  # 200 points and the two ends
     text = shown(CH12)
     assert "calls of the model: 1, batch shape (52, 4)" in text
-    assert "Iris MLP, 4 inputs          fd           9    1800" in text
-    assert "throw, 2 inputs             fd           5    1000" in text
+    assert "Iris MLP, 4 inputs          ad           1     202" in text
+    assert "Iris MLP, 4 inputs          fd           9    1818" in text
+    assert "throw, 2 inputs             fd           5    1010" in text
+    assert "in one batch of 202 rows" in markdown(CH12)
     assert text.count("AD and FD agree to 1e-9: True") == 2
 
 
