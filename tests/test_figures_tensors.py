@@ -195,3 +195,15 @@ def test_iris_attributions_one_panel_per_target():
     assert left.get_title().startswith("target 1: versicolor (predicted class)")
     assert right.get_title().startswith("target 2: virginica (true class)")
     assert [t.get_text() for t in left.get_xticklabels()][2] == "petal\nlength"
+
+
+# ---- chapter 13 -----------------------------------------------------------------------------
+
+def test_library_curves_draw_three_panels_and_the_error_bars():
+    xs = np.linspace(-1, 1, 9)
+    exact = [xs, np.ones_like(xs), np.zeros_like(xs)]
+    curves = {"a": [xs, np.ones_like(xs), np.zeros_like(xs)], "b": [xs + 1e-15, np.ones_like(xs), np.zeros_like(xs)]}
+    fig = figures.library_curves(xs, curves, exact)
+    assert [ax.get_title() for ax in fig.axes][:3] == ["$f(x) = \\sin(3x)\\,e^{-x^2/4}$", "$f'(x)$", "$f''(x)$"]
+    bars = [p.get_height() for p in fig.axes[3].patches]
+    assert bars[:3] == [1e-18, 1e-18, 1e-18] and bars[3] == pytest.approx(1e-15, rel=0.1)

@@ -360,6 +360,37 @@ def iris_attributions(attributions: Mapping[int, np.ndarray], feature_names: Seq
     return _done(fig)
 
 
+# ---- chapter 13: PyTorch and JAX ---------------------------------------------------------------
+
+def library_curves(xs: np.ndarray, curves: Mapping[str, Sequence[np.ndarray]],
+                   exact: Sequence[np.ndarray]) -> Figure:
+    """f, f' and f'' from each library on a grid, and each library's largest error against ``exact``."""
+    titles = ["$f(x) = \\sin(3x)\\,e^{-x^2/4}$", "$f'(x)$", "$f''(x)$"]
+    styles = [dict(ls="-", lw=2), dict(ls="none", marker="o", ms=5, mfc="none", markevery=4),
+              dict(ls="none", marker="x", ms=5, markevery=(2, 4))]
+    with _style():
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+        for k, (ax, title) in enumerate(zip(axes.flat, titles)):
+            for n, (library, values) in enumerate(curves.items()):
+                ax.plot(xs, values[k], label=library, color=f"C{n}", **styles[n % len(styles)])
+            ax.set_title(title)
+            ax.set_xlabel("$x$")
+        axes[0, 0].legend(loc="lower left", fontsize=9)
+        ax = axes[1, 1]
+        width = 0.25
+        for n, (library, values) in enumerate(curves.items()):
+            largest = [max(np.abs(v - e).max(), 1e-18) for v, e in zip(values, exact)]
+            ax.bar(np.arange(3) + (n - 1) * width, largest, width, color=f"C{n}", label=library)
+        ax.set_yscale("log")
+        ax.set_ylim(1e-17, 1e-13)
+        ax.set_xticks(range(3), ["$f$", "$f'$", "$f''$"])
+        ax.set_ylabel("largest |error| on the grid")
+        ax.set_title("Error against the hand-derived formulas")
+        ax.legend(fontsize=9)
+        fig.tight_layout()
+    return _done(fig)
+
+
 # ---- chapter 14: how fast is it? --------------------------------------------------------
 
 def _array(values: Sequence[float | None]) -> np.ndarray:
