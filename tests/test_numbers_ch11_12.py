@@ -528,7 +528,8 @@ def test_chapters_link_the_assignment_and_cite_their_sources():
     for path in (CH11, CH12):
         text = markdown(path)
         assert f"[Assignment ps07]({PS07_LINK})" in text
-        assert "## Check yourself" in text and text.count(":::{dropdown} Answer") >= 3
+        assert "## Check yourself" in text and text.count("::::{exercise}") >= 3
+        assert text.count(":class: dropdown") == text.count("::::{solution}")
     text12 = markdown(CH12)
     assert "Sundararajan, Taly and Yan (2017)" in text12 and "Fisher's (1936)" in text12
 
@@ -575,3 +576,25 @@ def test_ch12_trapezoid_exercise_check_tells_right_from_wrong():
     assert check(right).startswith("correct")
     assert check(captum) == "not yet: for m = 2 the weights sum to 0.5000, not 1"
     assert "not done yet" in printed(tagged(CH12, "ch12-exercise-check"))
+
+
+def test_ch11_drag_acceleration_exercise_check_tells_right_from_wrong():
+    namespace = {"np": np, "Tensor": Tensor, "simulate": simulate, "DRAG": DRAG}
+    for cell in tagged(CH11, "ch11-exercise") + tagged(CH11, "ch11-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_drag_acceleration"]
+    assert check(namespace["drag_acceleration"]).startswith("not done yet")
+
+    def right(vx, vy, k):
+        speed = (vx * vx + vy * vy).sqrt()
+        return -k * speed * vx, -9.81 - k * speed * vy
+
+    def no_gravity(vx, vy, k):
+        speed = (vx * vx + vy * vy).sqrt()
+        return -k * speed * vx, -k * speed * vy
+
+    # |v| = 10 m/s: a = (-0.03 * 10 * 6, -9.81 - 0.03 * 10 * 8) = (-1.8, -12.21)
+    assert check(right) == "correct: a = (-1.8000, -12.2100) m/s^2, and the gradients agree"
+    assert check(no_gravity).startswith("not yet")
+    assert check(lambda vx, vy, k: (0.0, 0.0)).startswith("not yet: return Tensors")
+    assert "not done yet" in printed(tagged(CH11, "ch11-exercise-check"))
