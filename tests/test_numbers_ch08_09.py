@@ -379,3 +379,19 @@ def test_chapter_9_softmax_vjp_exercise_check_tells_right_from_wrong(ch09):
     assert check(lambda p, p_bar: p_bar * p * (1 - p)).startswith("not yet")  # the diagonal only
     assert check(lambda p, p_bar: np.dot(p_bar, p)).startswith("not yet: the result has shape ()")
     assert "not done yet" in printed(tagged(ch09, "ch09-exercise-check"))
+
+
+def test_chapter_8_lists_the_op_table_and_explains_first_order(ch08):
+    text = printed(tagged(ch08, "ch08-registry"))
+    assert text.startswith(f"{len(tensor.OPS)} primitives: ") and "first_order" in text
+    assert set(text.split(": ", 1)[1].strip().split(", ")) == set(tensor.OPS)
+    prose = markdown(ch08)
+    assert "wraps its result in a `first_order` node" in prose and "version number" in prose
+
+
+def test_show_rules_lists_the_rules_without_the_test_keywords(ch08, ch09):
+    for nb in (ch08, ch09):
+        shown_rules = "".join(out.data["text/plain"] for cell in nb.cells if "show_rules(" in cell.source
+                              for out in cell.outputs if "data" in out)
+        assert "defvjp(\"tanh\", lambda g, out, a: g * (1.0 - out * out))" in shown_rules
+        assert "sample=" not in shown_rules and "torch=" not in shown_rules
