@@ -8,7 +8,7 @@ shows unscaled in its article column (676 px at a 1280 px wide window): labels o
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
 
