@@ -4,7 +4,6 @@ that records it.
 Assertions are made on the RECORDED file only (fixed data, so the tests are deterministic);
 the script itself is only smoke-tested on tiny sizes, with no assertion on any timing.
 """
-
 from __future__ import annotations
 
 import importlib.util
@@ -16,7 +15,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import markdown, shown
+
+from notebook_text import markdown, printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "14_performance.ipynb"
@@ -186,7 +186,7 @@ def test_chapter_is_clean(chapter):
     assert images >= 5, "the chapter should show its five figures"
     prose = markdown(chapter)
     assert "## Learning goals" in prose and "## Check yourself" in prose
-    assert prose.count(":::{dropdown} Answer") >= 3
+    assert prose.count("::::{exercise}") >= 3 and prose.count(":class: dropdown") == prose.count("::::{solution}")
     assert "python benchmarks/record.py" in prose
 
 
@@ -216,3 +216,46 @@ def test_objective_gives_the_same_gradient_in_every_engine(record_module):
     exact = candidates["reverse mode"]()
     assert np.allclose(candidates["forward mode"](), exact, atol=1e-12)
     assert np.allclose(candidates["central differences"](), exact, atol=1e-8)
+
+
+def test_chapter_counts_the_multiply_adds_of_a_training_step(chapter, results):
+    """Forward: X W per layer; backward: two products per layer, one for the first (no data gradient)."""
+    mlp = results["mlp"]
+    sizes, batch = mlp["sizes"], mlp["batch"]
+    assert sizes == [64, 256, 256, 10] and batch == 256
+    forward = 256 * (64 * 256 + 256 * 256 + 256 * 10)
+    backward = 256 * (64 * 256 + 2 * 256 * 256 + 2 * 256 * 10)
+    assert (forward, backward) == (21_626_880, 39_059_456)
+    text = printed(tagged(chapter, "ch14-mlp-count"))
+    assert "ratio (3 + 5) / 3 = 2.67" in text
+    assert f"ratio (forward + backward) / forward = {(forward + backward) / forward:.2f}" in text
+    assert f"{(forward + backward) / forward:.2f}" == "2.81"
+    assert f"NumPy by hand {mlp['ratio_to_numpy_forward']['NumPy by hand (fwd+bwd)']:.2f}" in text
+    prose = markdown(chapter)
+    assert "The arithmetic predicts 2.81 forward passes" in prose
+    assert "measured $2.70$ (NumPy by hand) and $3.06$ (`course_lib`)" in prose
+    assert f"{mlp['ratio_to_numpy_forward']['NumPy by hand (fwd+bwd)']:.2f}" == "2.70"
+    assert f"{mlp['ratio_to_numpy_forward']['course_lib']:.2f}" == "3.06"
+
+
+def test_chapter_step_ratio_exercise_check_tells_right_from_wrong(chapter):
+    namespace = {"np": np}
+    for tag in ("ch14-exercise", "ch14-exercise-check"):
+        for cell in tagged(chapter, tag):
+            exec(cell.source, namespace)
+    check = namespace["check_step_ratio"]
+    assert check(namespace["step_ratio"]).startswith("not done yet")
+    assert "not done yet" in printed(tagged(chapter, "ch14-exercise-check"))
+
+    def right(sizes, batch):
+        layers = list(zip(sizes[:-1], sizes[1:]))
+        forward = sum(batch * a * b for a, b in layers)
+        return (forward + sum(batch * a * b * (1 if k == 0 else 2) for k, (a, b) in enumerate(layers))) / forward
+
+    def data_gradient_too(sizes, batch):  # the typical slip: X-bar computed for the data as well
+        return 3.0
+
+    assert check(right).startswith("correct")
+    assert check(data_gradient_too).startswith("not yet")
+    assert round(right([784, 100, 10], 1), 2) == 2.01 and "it is about 2.01" in markdown(chapter)
+    assert 78_400 / 79_400 > 0.985  # "holds 99% of the multiply-adds"

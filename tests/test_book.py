@@ -88,7 +88,9 @@ def test_chapter_has_goals_check_yourself_and_answers(path):
     text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     assert re.search(r"^##\s+Learning goals", text, re.M | re.I), "a '## Learning goals' section"
     assert re.search(r"^##\s+Check yourself", text, re.M | re.I), "a '## Check yourself' section"
-    assert "{dropdown}" in text or ":class: dropdown" in text, "answers go in a collapsed dropdown"
+    solutions = re.findall(r"^:+\{solution\}.*\n((?::\w+:.*\n)*)", text, re.M)
+    assert "{dropdown}" in text or solutions, "answers go in a collapsed dropdown"
+    assert all(":class: dropdown" in options for options in solutions), "every {solution} is hidden until clicked"
 
 
 def test_setup_cell_installs_only_when_course_lib_is_missing(monkeypatch):

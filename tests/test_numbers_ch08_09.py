@@ -20,6 +20,7 @@ from course_lib import nn, tensor
 from course_lib.check import numerical_grad
 from course_lib.functional import grad, hessian
 from course_lib.tensor import Tensor
+from course_lib.toposort import child_count_order
 from notebook_text import markdown, printed, tagged
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -262,3 +263,135 @@ def test_custom_logsumexp_vjp_is_softmax_and_twice_differentiable(ch08):
             assert np.allclose(hessian(logsumexp)(x0).data, np.diag(p) - np.outer(p, p), atol=1e-12)
     finally:
         tensor.VJP_RULES.pop("logsumexp", None)  # leave the engine's table as it was
+
+
+# ---- issue 14: chapter 8's trace diagrams, complex step, node counts and exercise ---------
+
+def test_chapter_8_traces_the_case_studys_example(ch08, teaching):
+    assert "Box(1.99499, made by 'mul')" in printed(tagged(ch08, "ch08-seed-trace"))
+    from course_lib.figures.tensors import trace_diagram
+    Box, Node = teaching["Box"], teaching["Node"]
+    x1, x2, x3 = Box(0.5, Node("x1")), Box(1.0, Node("x2")), Box(2.0, Node("x3"))
+    y = teaching["sin"](x1 + x2) * x3
+    source = trace_diagram(y.node, gradients=True).source
+    # the prose: x3 gets sin(1.5) = 0.997, sin gets x3 = 2, add and both inputs get 2 cos(1.5) = 0.141
+    assert f"{np.sin(1.5):.3f}" == "0.997" and f"{2 * np.cos(1.5):.3f}" == "0.141"
+    for label in ["1. mul\ngrad 1.000", "x3\ngrad 0.997", "sin\ngrad 2.000", "add\ngrad 0.141",
+                  "x1\ngrad 0.141", "x2\ngrad 0.141"]:
+        assert label in source, label
+
+
+def test_chapter_8_counts_the_nodes_of_the_composed_logsumexp(ch08):
+    x = Tensor(np.array([1000.0, 1001.0, 999.0]), requires_grad=True)
+    composed = x.max() + (x - x.max()).exp().sum().log()
+    nodes = child_count_order(composed, lambda t: t._parents)
+    assert len(nodes) == 8 and sum(1 for n in nodes if n._op) == 7  # seven operations and the leaf
+    text = printed(tagged(ch08, "ch08-lse-nodes"))
+    assert "composition: 7 operation nodes" in text and "custom primitive: 1 operation node" in text
+    assert "same gradient: True" in text
+    assert "Seven operation nodes against one" in markdown(ch08)
+
+
+def test_chapter_8_complex_step_is_exact_where_differences_cancel(ch08):
+    f = lambda x: np.sin(x) * x + 2
+    exact = np.cos(0.5) * 0.5 + np.sin(0.5)
+    rows = re.findall(r"^\s*(\de[+-]\d+)\s+(\S+)\s+(\S+)\s*$", printed(tagged(ch08, "ch08-complex-step")), re.M)
+    assert [r[0] for r in rows] == ["1e-02", "1e-04", "1e-08", "1e-20"]
+    for h_text, complex_error, central_error in rows:
+        h = float(h_text)
+        assert float(complex_error) == pytest.approx(abs(f(0.5 + 1j * h).imag / h - exact), rel=0.05, abs=1e-17)
+        assert float(central_error) == pytest.approx(abs((f(0.5 + h) - f(0.5 - h)) / (2 * h) - exact), rel=0.05)
+    assert float(rows[2][1]) < 3e-16 and float(rows[3][1]) < 3e-16  # exact to rounding from h = 1e-8 on
+    assert float(rows[3][2]) == pytest.approx(exact, rel=0.01)  # 0.5 +- 1e-20 == 0.5: the difference is 0
+
+
+def test_chapter_8_nested_differences_lose_half_the_digits(ch08):
+    """Check-yourself 4: the best central second difference is about sqrt(eps) off, at h ~ eps^(1/4)."""
+    eps = np.finfo(float).eps
+    x = np.random.default_rng(0).uniform(0.3, 1.3, 400)  # typical errors, not one lucky point
+    steps = np.logspace(-7, -1, 25)
+    central = [np.median(abs((np.sin(x + h) - 2 * np.sin(x) + np.sin(x - h)) / h**2 + np.sin(x))) for h in steps]
+    one_sided = [np.median(abs((np.sin(x + 2 * h) - 2 * np.sin(x + h) + np.sin(x)) / h**2 + np.sin(x)))
+                 for h in steps]
+    assert eps**0.25 == pytest.approx(1.2e-4, rel=0.03) and 1e-5 < steps[np.argmin(central)] < 1e-3
+    assert np.sqrt(eps) / 10 < min(central) < np.sqrt(eps) * 10        # about 8 of 16 digits left
+    assert eps ** (1 / 3) / 10 < min(one_sided) < eps ** (1 / 3) * 10  # about 5 of 16 digits left
+    assert "half of float64's sixteen digits are lost" in markdown(ch08)
+
+
+def test_chapter_8_tanh_jacobian_sizes(ch08):
+    assert (10**6) ** 2 * 8 == 8 * 10**12  # eight terabytes as a full float64 matrix
+    assert "all but the $10^6$ numbers on its\n  diagonal are zero" in markdown(ch08)
+
+
+def test_chapter_8_sqrt_exercise_check_tells_right_from_wrong(ch08, teaching):
+    namespace = dict(teaching)
+    for cell in tagged(ch08, "ch08-exercise") + tagged(ch08, "ch08-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_sqrt_rule"]
+    assert check(namespace["sqrt_rule"]).startswith("not done yet")  # the blank the reader gets
+    assert check(lambda g, ans, x: g / (2.0 * ans)).startswith("correct")
+    assert check(lambda g, ans, x: g / ans).startswith("not yet")  # a typical slip: the 2 forgotten
+    assert "not done yet" in printed(tagged(ch08, "ch08-exercise-check"))
+
+
+CHAPTERS_8_TO_14 = sorted(p for p in BOOK.glob("*.ipynb") if 8 <= int(p.name[:2]) <= 14)
+
+
+@pytest.mark.parametrize("path", CHAPTERS_8_TO_14, ids=[p.name for p in CHAPTERS_8_TO_14])
+def test_chapters_have_exercises_with_hidden_solutions(path):
+    """Issue 14: three or more exercises, each solution hidden until clicked, one of them coding
+    with a check cell that the committed notebook shows as not yet attempted; a summary."""
+    nb = nbformat.read(path, as_version=4)
+    text = markdown(nb)
+    labels = re.findall(r"^::::\{exercise\}\n:label: (\S+)", text, re.M)
+    solved = re.findall(r"^::::\{solution\} (\S+)\n:class: dropdown", text, re.M)
+    assert len(labels) >= 3 and sorted(labels) == sorted(solved)
+    assert "**Coding.**" in text and "## Summary" in text
+    prefix = path.name[:2]
+    checks = tagged(nb, f"ch{prefix}-exercise-check")
+    assert printed(checks).startswith("not done yet"), "the reader's check runs and says what to do"
+    assert "raise NotImplementedError" in tagged(nb, f"ch{prefix}-exercise")[0].source
+    summary = next(c.source for c in nb.cells if c.cell_type == "markdown" and "## Summary" in c.source)
+    assert "$" in summary, "the summary states the key formulas"
+
+
+def test_chapter_9_counts_leaves_and_operations_of_the_pruned_graph(ch09):
+    rng = np.random.default_rng(3)
+    X = Tensor(rng.normal(size=(5, 4)))
+    W = Tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    b = Tensor(np.zeros(3), requires_grad=True)
+    Xs = (X - X.mean(axis=0)) / X.data.std(axis=0)
+    nodes = child_count_order(nn.cross_entropy(Xs @ W + b, np.array([0, 2, 1, 1, 0])), lambda t: t._parents)
+    leaves = [n for n in nodes if not n._op]
+    assert len(nodes) == 9 and len(leaves) == 3 and Xs in leaves
+    assert ("nodes in the loss graph: 9 = 3 leaves (Xs, W, b) + 6 operations "
+            "['neg', 'mean', 'getitem', 'log_softmax', 'add', 'matmul']") in printed(tagged(ch09, "ch09-pruning"))
+
+
+def test_chapter_9_softmax_vjp_exercise_check_tells_right_from_wrong(ch09):
+    namespace = {"np": np, "Tensor": Tensor}
+    for cell in tagged(ch09, "ch09-exercise") + tagged(ch09, "ch09-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_softmax_vjp"]
+    assert check(namespace["softmax_vjp"]).startswith("not done yet")
+    assert check(lambda p, p_bar: p * (p_bar - np.dot(p_bar, p))).startswith("correct")
+    assert check(lambda p, p_bar: p_bar * p * (1 - p)).startswith("not yet")  # the diagonal only
+    assert check(lambda p, p_bar: np.dot(p_bar, p)).startswith("not yet: the result has shape ()")
+    assert "not done yet" in printed(tagged(ch09, "ch09-exercise-check"))
+
+
+def test_chapter_8_lists_the_op_table_and_explains_first_order(ch08):
+    text = printed(tagged(ch08, "ch08-registry"))
+    assert text.startswith(f"{len(tensor.OPS)} primitives: ") and "first_order" in text
+    assert set(text.split(": ", 1)[1].strip().split(", ")) == set(tensor.OPS)
+    prose = markdown(ch08)
+    assert "wraps its result in a `first_order` node" in prose and "version number" in prose
+
+
+def test_show_rules_lists_the_rules_without_the_test_keywords(ch08, ch09):
+    for nb in (ch08, ch09):
+        shown_rules = "".join(out.data["text/plain"] for cell in nb.cells if "show_rules(" in cell.source
+                              for out in cell.outputs if "data" in out)
+        assert "defvjp(\"tanh\", lambda g, out, a: g * (1.0 - out * out))" in shown_rules
+        assert "sample=" not in shown_rules and "torch=" not in shown_rules

@@ -278,3 +278,48 @@ def test_chapter13_tables_of_jvps_and_second_derivatives():
         assert re.search(re.escape(library) + r"\s+4\s+2\s+-12\s*$", nested, re.M), library
     curves = printed(tagged(CH13, "ch13-curves"))
     assert curves.count("below 1e-13: True") == 3
+
+
+# ---- issue 14: chapter 10's affine, exercise and summary; exercises in chapters 10 to 13 ----
+
+def test_chapter10_explains_affine_as_one_node_with_the_same_values_and_gradients():
+    from course_lib.tensor import Tensor, affine
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(5, 4)))
+    W, b = Tensor(rng.normal(size=(4, 3)), requires_grad=True), Tensor(rng.normal(size=3), requires_grad=True)
+    G = rng.normal(size=(5, 3))
+    affine(x, W, b).backward(G)
+    assert np.allclose(W.grad, x.data.T @ G) and np.allclose(b.grad, G.sum(axis=0))
+    text = printed(tagged(CH10, "ch10-affine"))
+    assert "nodes: affine versus add of matmul" in text
+    assert "same values: True   same gradients: True" in text
+
+
+def test_chapter10_linear_backward_exercise_check_tells_right_from_wrong():
+    from course_lib.tensor import Tensor, affine
+    namespace = {"np": np, "Tensor": Tensor, "affine": affine}
+    for cell in tagged(CH10, "ch10-exercise") + tagged(CH10, "ch10-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_linear_backward"]
+    assert check(namespace["linear_backward"]).startswith("not done yet")
+    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0))).startswith("correct")
+    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.mean(axis=0))) == \
+        "not yet: b_bar has the right shape but different numbers"   # the mean slip of the solution
+    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0, keepdims=True))).startswith(
+        "not yet: b_bar has shape (1, 3)")
+    assert "not done yet" in printed(tagged(CH10, "ch10-exercise-check"))
+
+
+def test_chapter13_hvp_exercise_check_tells_right_from_wrong(jax):
+    import jax.numpy as jnp
+    namespace = {"np": np, "jax": jax, "jnp": jnp, "hessian": hessian,
+                 "L_vec": lambda x: x[1] * ((x[0] + x[1]) * (x[0] - x[1]))}
+    for cell in tagged(CH13, "ch13-exercise") + tagged(CH13, "ch13-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_hvp"]
+    assert check(namespace["hvp"]).startswith("not done yet")
+    assert check(lambda f, x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]).startswith("correct")
+    assert check(lambda f, x, v: jax.grad(f)(x) * v).startswith("not yet")  # gradient times v, not H v
+    assert "not done yet" in printed(tagged(CH13, "ch13-exercise-check"))
+    H = hessian(namespace["L_vec"])(np.array([1.0, 2.0])).data
+    assert np.allclose(H @ np.array([1.0, 1.0]), [6.0, -10.0])  # the solution's worked example

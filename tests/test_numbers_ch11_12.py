@@ -499,12 +499,13 @@ def test_ch12_one_batched_call_and_costs(iris, hit):
     assert calls == [(52, 4)]
     calls.clear()
     ig.integrated_gradients(counted, Z[133], steps=200, method="gausslegendre", target=1, grad_method="fd")
-    # 200 path points + the baseline + the input (for the completeness check), 1 + 2 * 4 evaluations each
-    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 1818
+    assert len(calls) == 9 and sum(shape[0] for shape in calls) == 9 * 202  # 200 points and the two ends
     text = shown(CH12)
     assert "calls of the model: 1, batch shape (52, 4)" in text
+    assert "Iris MLP, 4 inputs          ad           1     202" in text
     assert "Iris MLP, 4 inputs          fd           9    1818" in text
     assert "throw, 2 inputs             fd           5    1010" in text
+    assert "in one batch of 202 rows" in markdown(CH12)
     assert text.count("AD and FD agree to 1e-9: True") == 2
 
 
@@ -527,6 +528,73 @@ def test_chapters_link_the_assignment_and_cite_their_sources():
     for path in (CH11, CH12):
         text = markdown(path)
         assert f"[Assignment ps07]({PS07_LINK})" in text
-        assert "## Check yourself" in text and text.count(":::{dropdown} Answer") >= 3
+        assert "## Check yourself" in text and text.count("::::{exercise}") >= 3
+        assert text.count(":class: dropdown") == text.count("::::{solution}")
     text12 = markdown(CH12)
     assert "Sundararajan, Taly and Yan (2017)" in text12 and "Fisher's (1936)" in text12
+
+
+# ---- issue 14: chapter 12 attributes to the damping; its exercise ---------------------------
+
+def test_ch12_attributes_the_rise_to_speed_angle_and_damping():
+    fit = simulate.fit_shot_with_drag(*START_SHOT, k=DRAG, lr=0.01)
+    air_hit, start = np.array([fit.v[-1], fit.theta[-1], DRAG]), np.array([*START_SHOT, 0.0])
+    rise = drag_shot_height(air_hit).item() - drag_shot_height(start).item()
+    text = printed(tagged(CH12, "ch12-damping"))
+    assert f"F(x) - F(x') = {rise:.4f} m" in text and f"{rise:.3f}" == "1.836"
+    for method in ("riemann_middle", "gausslegendre"):
+        for m in (4, 16, 64):
+            a, d = ig.integrated_gradients(drag_shot_height, air_hit, start, steps=m, method=method, return_delta=True)
+            assert f"{method:16}{m:6d}{a[0]:+10.4f}{a[1]:+10.4f}{a[2]:+11.4f}" in text
+            if method == "riemann_middle":
+                assert abs(d) < 0.15 / m**2  # second order
+    a, d = ig.integrated_gradients(drag_shot_height, air_hit, start, steps=64, method="gausslegendre", return_delta=True)
+    assert (round(a[0], 3), round(a[1], 3), round(a[2], 3)) == (0.011, 2.003, -0.178)
+    prose = markdown(CH12)
+    for fact in ["explains $+2.003$ m, the slightly faster launch $+0.011$ m, and the damping\n$-0.178$ m",
+                 "add up to the rise of 1.836 m", "at 16 points the delta is $3 \\times 10^{-9}$, at 64 points $-1.6 \\times 10^{-7}$"]:
+        assert fact in prose, fact
+
+
+def test_ch12_trapezoid_exercise_check_tells_right_from_wrong():
+    namespace = {"np": np, "quadrature": ig.quadrature}
+    for cell in tagged(CH12, "ch12-exercise") + tagged(CH12, "ch12-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_trapezoid_weights"]
+    assert check(namespace["trapezoid_weights"]).startswith("not done yet")
+
+    def right(m):
+        w = np.full(m, 1.0 / (m - 1))
+        w[[0, -1]] /= 2
+        return np.linspace(0, 1, m), w
+
+    def captum(m):  # weights 1/m, halved at the ends: they sum to (m - 1)/m
+        w = np.full(m, 1.0 / m)
+        w[[0, -1]] /= 2
+        return np.linspace(0, 1, m), w
+
+    assert check(right).startswith("correct")
+    assert check(captum) == "not yet: for m = 2 the weights sum to 0.5000, not 1"
+    assert "not done yet" in printed(tagged(CH12, "ch12-exercise-check"))
+
+
+def test_ch11_drag_acceleration_exercise_check_tells_right_from_wrong():
+    namespace = {"np": np, "Tensor": Tensor, "simulate": simulate, "DRAG": DRAG}
+    for cell in tagged(CH11, "ch11-exercise") + tagged(CH11, "ch11-exercise-check"):
+        exec(cell.source, namespace)
+    check = namespace["check_drag_acceleration"]
+    assert check(namespace["drag_acceleration"]).startswith("not done yet")
+
+    def right(vx, vy, k):
+        speed = (vx * vx + vy * vy).sqrt()
+        return -k * speed * vx, -9.81 - k * speed * vy
+
+    def no_gravity(vx, vy, k):
+        speed = (vx * vx + vy * vy).sqrt()
+        return -k * speed * vx, -k * speed * vy
+
+    # |v| = 10 m/s: a = (-0.03 * 10 * 6, -9.81 - 0.03 * 10 * 8) = (-1.8, -12.21)
+    assert check(right) == "correct: a = (-1.8000, -12.2100) m/s^2, and the gradients agree"
+    assert check(no_gravity).startswith("not yet")
+    assert check(lambda vx, vy, k: (0.0, 0.0)).startswith("not yet: return Tensors")
+    assert "not done yet" in printed(tagged(CH11, "ch11-exercise-check"))
