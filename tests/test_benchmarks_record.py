@@ -4,6 +4,7 @@ that records it.
 Assertions are made on the RECORDED file only (fixed data, so the tests are deterministic);
 the script itself is only smoke-tested on tiny sizes, with no assertion on any timing.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,7 +16,6 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-
 from notebook_text import markdown, printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]

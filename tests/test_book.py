@@ -1,4 +1,5 @@
 """Checks on the book's structure and its notebooks, without building it."""
+
 from __future__ import annotations
 
 import re
@@ -63,8 +64,9 @@ def test_notebook_shape(path):
     nb = nbformat.read(path, as_version=4)
     first = nb.cells[0]
     assert first.cell_type == "markdown" and first.source.startswith("# "), "start with a '# Title' cell"
-    titles = [line for c in nb.cells if c.cell_type == "markdown"
-              for line in c.source.splitlines() if re.match(r"#\s", line)]
+    titles = [
+        line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines() if re.match(r"#\s", line)
+    ]
     assert len(titles) == 1, f"exactly one top-level title, found {titles}"
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and code[0].source == SETUP_CELL, "the first code cell must be the common set-up cell"
@@ -104,7 +106,8 @@ def test_setup_cell_installs_only_when_course_lib_is_missing(monkeypatch):
 
     monkeypatch.setenv("COURSE_LIB", "/some/local/checkout")
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "course_lib" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "course_lib" else real_find_spec(name, *a)
+    )
     exec(SETUP_CELL, {})
     assert len(calls) == 1 and calls[0][-1] == "/some/local/checkout" and "install" in calls[0]

@@ -14,6 +14,7 @@ Needs Chromium and its driver (Debian: ``apt-get install chromium chromium-drive
 fail in CI (``CI`` set), where ``.ci/run`` installs them. Run alone with
 ``pytest tests/test_browser.py -n 0 -p no:cacheprovider``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -76,12 +77,21 @@ def browser(tmp_path_factory):
         missing("Chromium or chromedriver is missing: sudo apt-get install chromium chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-                 # Offline reader: every host but the local server fails to resolve.
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]:
+    for flag in [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+        # Offline reader: every host but the local server fails to resolve.
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    ]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_exe))
@@ -160,10 +170,12 @@ def test_page_renders_offline_without_errors(browser, server, page):
 
     if page.suffix == ".ipynb":
         code, with_outputs, images = expected_cells(page)
-        assert report["cells"] == report["cellInputs"] == code, \
+        assert report["cells"] == report["cellInputs"] == code, (
             f"{code} code cells in the notebook, {report['cells']} cells ({report['cellInputs']} inputs) on the page"
-        assert report["cellOutputs"] == with_outputs, \
+        )
+        assert report["cellOutputs"] == with_outputs, (
             f"{with_outputs} cells have outputs in the notebook, {report['cellOutputs']} on the page"
+        )
         assert report["contentImages"] >= images, f"{images} figures in the notebook, {report['contentImages']} shown"
 
 
@@ -212,13 +224,15 @@ def test_search_box_finds_dual(browser, server):
     visit(browser, server + html_path(PAGES[0]))
     browser.find_element(By.CSS_SELECTOR, "button.search-button-field").click()
     box = WebDriverWait(browser, TIMEOUT).until(
-        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "input[name='q']") if e.is_displayed()), None))
+        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "input[name='q']") if e.is_displayed()), None)
+    )
     old = browser.current_url
     box.send_keys("dual\n")
     wait_for_new_page(browser, old)
     assert browser.current_url.startswith(server + "search.html?q=dual")
     results = WebDriverWait(browser, TIMEOUT).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a"))
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a")
+    )
     hrefs = [a.get_attribute("href") for a in results]
     assert any("/book/" in h for h in hrefs), f"searching 'dual' must find a chapter, found {hrefs}"
 
@@ -241,10 +255,13 @@ def test_math_is_served_by_the_site_itself(site, browser, server):
           scripts: performance.getEntriesByType("resource").map((e) => e.name).filter((n) => /mathjax/i.test(n)),
         };""")
     assert report["version"] == "3.2.2"
-    assert report["formulas"] > 0 and report["typeset"] == report["formulas"], \
+    assert report["formulas"] > 0 and report["typeset"] == report["formulas"], (
         f"{report['typeset']} of {report['formulas']} formulas typeset on {html_path(page)}"
+    )
     assert report["errors"] == 0, "MathJax reported TeX errors"
-    assert report["scripts"] and all(s.startswith(server + "_static/mathjax/") for s in report["scripts"]), report["scripts"]
+    assert report["scripts"] and all(s.startswith(server + "_static/mathjax/") for s in report["scripts"]), report[
+        "scripts"
+    ]
 
 
 def test_screenshots_for_review(browser, server):
@@ -294,8 +311,9 @@ const done = arguments[arguments.length - 1];
 """
 
 # Every chapter page with a graphviz drawing.
-GRAPH_PAGES = [p for p in PAGES if p.suffix == ".ipynb" and p.parent.name == "book"
-               and "image/svg+xml" in p.read_text()]
+GRAPH_PAGES = [
+    p for p in PAGES if p.suffix == ".ipynb" and p.parent.name == "book" and "image/svg+xml" in p.read_text()
+]
 
 
 def graph_label_sizes(driver, url: str) -> dict:
@@ -311,5 +329,7 @@ def test_graph_labels_are_at_least_body_text_size(browser, server, page):
     report = graph_label_sizes(browser, server + html_path(page))
     assert report["drawings"], f"no graphviz drawing found on {html_path(page)}"
     small = [d for d in report["drawings"] if d["smallest"] < report["body"] - 0.05]
-    assert small == [], (f"graph labels smaller than the body text ({report['body']:.1f} px) on "
-                         f"{html_path(page)}: " + ", ".join(f"{d['src']}: {d['smallest']:.1f} px" for d in small))
+    assert small == [], (
+        f"graph labels smaller than the body text ({report['body']:.1f} px) on "
+        f"{html_path(page)}: " + ", ".join(f"{d['src']}: {d['smallest']:.1f} px" for d in small)
+    )

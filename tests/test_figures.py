@@ -1,5 +1,6 @@
 """course_lib.figures: the frames of a backward pass carry the engine's own numbers, the Jacobian
 picture marks one column and one row, and every chapter figure draws what it is given."""
+
 from __future__ import annotations
 
 import math
@@ -100,13 +101,16 @@ def test_chapter_figures_draw_what_they_are_given(shown):
     figures.passes_per_direction([1, 2], [1, 2], [1, 1])
     figures.sweep_costs([(2, 5, 2, 14, 1, 8), (4, 11, 4, 42, 1, 18)])
     figures.recursion_limits([250, 500], [200, 450], 1_000_000)
-    figures.step_sizes(lambda a, b: 0.5 * (a * a + 10 * b * b), {0.1: np.array([[3.0, 1.0], [2.7, 0.0]])},
-                       {0.1: "good"})
+    figures.step_sizes(
+        lambda a, b: 0.5 * (a * a + 10 * b * b), {0.1: np.array([[3.0, 1.0], [2.7, 0.0]])}, {0.1: "good"}
+    )
     from course_lib.check import numerical_grad
 
     figures.finite_difference_errors(f, 6.0, -7.0, 16.0, 6.0, (8e-8, 2.3e-5), numerical_grad)
-    figures.gradients_on_a_grid({"tanh(x)": lambda v: v.tanh(), "relu(x)": lambda v: v.relu()},
-                                {"tanh(x)": lambda x: 1 - np.tanh(x) ** 2, "relu(x)": lambda x: (x > 0) * 1.0})
+    figures.gradients_on_a_grid(
+        {"tanh(x)": lambda v: v.tanh(), "relu(x)": lambda v: v.relu()},
+        {"tanh(x)": lambda x: 1 - np.tanh(x) ** 2, "relu(x)": lambda x: (x > 0) * 1.0},
+    )
     engine_points = shown[-1].axes[0].lines[2]
     assert np.allclose(engine_points.get_ydata(), 1 - np.tanh(engine_points.get_xdata()) ** 2)
     figures.descent_runs(lambda a, b: b * ((a + b) * (a - b)), [np.array([[0.1, 0.2], [0.1, 3.5]])], ["up"], 0.01)

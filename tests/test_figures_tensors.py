@@ -1,5 +1,6 @@
 """course_lib.figures.tensors: every figure of chapters 8 to 14 is drawn from the data it is
 given, and graph drawings are readable at the page width (labels in 14 pt, at most 7 in wide)."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,9 @@ def svg_of(dot) -> str:
     return dot.pipe(format="svg").decode()
 
 
-@pytest.mark.parametrize("dot", [figures.engine_flowchart(), figures.trace_diagram(seed_trace(), gradients=True)],
-                         ids=["flowchart", "trace"])
+@pytest.mark.parametrize(
+    "dot", [figures.engine_flowchart(), figures.trace_diagram(seed_trace(), gradients=True)], ids=["flowchart", "trace"]
+)
 def test_graph_drawings_are_readable_at_page_width(dot):
     svg = svg_of(dot)
     sizes = [float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)]
@@ -70,10 +72,12 @@ def test_nested_derivatives_draws_reference_and_curves():
 
 # ---- chapter 14, from the packaged benchmark record ---------------------------------------
 
+
 @pytest.fixture(scope="module")
 def results():
     import json
     from importlib import resources
+
     return json.loads(resources.files("course_lib").joinpath("data/benchmarks.json").read_text())
 
 
@@ -115,6 +119,7 @@ def test_scalar_vs_tensor_draws_one_line_per_engine(results):
 
 # ---- chapter 9 ------------------------------------------------------------------------------
 
+
 def test_jacobian_memory_crosses_16_gb_where_the_chapter_says():
     widths = np.logspace(1, 6, 51)
     ax = figures.jacobian_memory(widths, batch=64).axes[0]
@@ -135,8 +140,10 @@ def test_unbroadcast_picture_shows_the_gradients_it_is_given():
 
 # ---- chapter 10 -----------------------------------------------------------------------------
 
+
 def test_iris_scatter_draws_each_species_in_both_panels():
     from course_lib.datasets import load_iris
+
     X, y, features, targets = load_iris()
     fig = figures.iris_scatter(X, y, features, targets)
     assert [len(ax.collections) for ax in fig.axes] == [3, 3]
@@ -160,6 +167,7 @@ def test_loss_gap_is_drawn_in_units_of_epsilon():
 
 # ---- chapter 12 -----------------------------------------------------------------------------
 
+
 def test_ig_path_draws_output_and_each_partial_derivative():
     alphas = np.linspace(0, 1, 11)
     grads = np.column_stack([1 - alphas, 2 * (1 - alphas)])
@@ -171,8 +179,10 @@ def test_ig_path_draws_output_and_each_partial_derivative():
 
 def test_quadrature_errors_draws_every_rule_and_hides_zero_errors():
     steps = np.array([2, 16, 256])
-    errors = {m: {int(s): 1.0 / s for s in steps} for m in
-              ["riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"]}
+    errors = {
+        m: {int(s): 1.0 / s for s in steps}
+        for m in ["riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"]
+    }
     errors["gausslegendre"][256] = 0.0
     ax = figures.quadrature_errors(steps, errors, [0.1, 0.05, 0.02], rise=1.8).axes[0]
     gauss = next(line for line in ax.lines if line.get_label() == "gausslegendre")
@@ -189,8 +199,13 @@ def test_attribution_bars_show_each_split_and_its_sum():
 
 def test_iris_attributions_one_panel_per_target():
     names = ["sepal_length_cm", "sepal_width_cm", "petal_length_cm", "petal_width_cm"]
-    fig = figures.iris_attributions({1: np.array([0.5, -0.2, 1.0, 0.3]), 2: np.array([-0.1, 0.2, -1.0, 0.4])},
-                                    names, ["setosa", "versicolor", "virginica"], predicted=1, title="flower")
+    fig = figures.iris_attributions(
+        {1: np.array([0.5, -0.2, 1.0, 0.3]), 2: np.array([-0.1, 0.2, -1.0, 0.4])},
+        names,
+        ["setosa", "versicolor", "virginica"],
+        predicted=1,
+        title="flower",
+    )
     left, right = fig.axes
     assert left.get_title().startswith("target 1: versicolor (predicted class)")
     assert right.get_title().startswith("target 2: virginica (true class)")
@@ -198,6 +213,7 @@ def test_iris_attributions_one_panel_per_target():
 
 
 # ---- chapter 13 -----------------------------------------------------------------------------
+
 
 def test_library_curves_draw_three_panels_and_the_error_bars():
     xs = np.linspace(-1, 1, 9)

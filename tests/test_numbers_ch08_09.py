@@ -7,6 +7,7 @@ course_lib, the executed notebooks really printing them, and the chapters' teach
 - the matmul VJP is (G B^T, A^T G) with the shapes of A and B;
 - the gradient of the mean softmax cross-entropy is (P - onehot) / N, also for huge logits.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,13 +16,13 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from notebook_text import markdown, printed, tagged
 
 from course_lib import nn, tensor
 from course_lib.check import numerical_grad
 from course_lib.functional import grad, hessian
 from course_lib.tensor import Tensor
 from course_lib.toposort import child_count_order
-from notebook_text import markdown, printed, tagged
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CH08 = BOOK / "08_inside_a_library.ipynb"
@@ -38,6 +39,7 @@ def L_vec(p):
 
 # ---- the numbers, from course_lib ---------------------------------------------------------
 
+
 def test_gradient_and_hessian_of_the_running_example():
     p0 = np.array([1.0, 2.0])
     assert np.array_equal(grad(L_vec)(p0).data, [4.0, -11.0])
@@ -45,7 +47,9 @@ def test_gradient_and_hessian_of_the_running_example():
 
 
 def test_nested_grads_of_sin_cycle_through_cos_minus_sin_minus_cos():
-    f = lambda x: x.sin()
+    def f(x):
+        return x.sin()
+
     x0 = 0.5
     assert grad(f)(x0).item() == pytest.approx(np.cos(x0), abs=1e-14)
     assert grad(grad(f))(x0).item() == pytest.approx(-np.sin(x0), abs=1e-14)
@@ -100,6 +104,7 @@ def test_repeated_indices_scatter_add():
 
 # ---- the executed notebooks ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def ch08():
     return nbformat.read(CH08, as_version=4)
@@ -110,17 +115,28 @@ def ch09():
     return nbformat.read(CH09, as_version=4)
 
 
-@pytest.mark.parametrize("tag, expected", [
-    ("ch08-hessian", ["gradient at (1, 2): [  4. -11.]", "[[  4.   2.]\n [  2. -12.]]"]),
-    ("ch08-nested", ["grad(f)             = +0.877583", "grad(grad(f))       = -0.479426",
-                     "grad(grad(grad(f))) = -0.877583"]),
-    ("ch08-tiny", ["tiny_grad  4.000000   course_lib  4.000000", "tiny_grad -11.000000   course_lib -11.000000",
-                   "tiny_grad  6.000000   course_lib  6.000000"]),
-    ("ch08-confusion", ["at x = 1: 1.0"]),
-    ("ch08-naive-lse", ["naive value   : inf", "naive gradient: [nan nan nan]"]),
-    ("ch08-stable-lse", ["stable value   : 1001.407606", "Hessian equals diag(p) - p p^T: True"]),
-    ("ch08-containers", ["{'x': array(6.)}", "same as the flattened gradient: True"]),
-])
+@pytest.mark.parametrize(
+    "tag, expected",
+    [
+        ("ch08-hessian", ["gradient at (1, 2): [  4. -11.]", "[[  4.   2.]\n [  2. -12.]]"]),
+        (
+            "ch08-nested",
+            ["grad(f)             = +0.877583", "grad(grad(f))       = -0.479426", "grad(grad(grad(f))) = -0.877583"],
+        ),
+        (
+            "ch08-tiny",
+            [
+                "tiny_grad  4.000000   course_lib  4.000000",
+                "tiny_grad -11.000000   course_lib -11.000000",
+                "tiny_grad  6.000000   course_lib  6.000000",
+            ],
+        ),
+        ("ch08-confusion", ["at x = 1: 1.0"]),
+        ("ch08-naive-lse", ["naive value   : inf", "naive gradient: [nan nan nan]"]),
+        ("ch08-stable-lse", ["stable value   : 1001.407606", "Hessian equals diag(p) - p p^T: True"]),
+        ("ch08-containers", ["{'x': array(6.)}", "same as the flattened gradient: True"]),
+    ],
+)
 def test_chapter_8_prints_the_numbers(ch08, tag, expected):
     text = printed(tagged(ch08, tag))
     for piece in expected:
@@ -128,24 +144,36 @@ def test_chapter_8_prints_the_numbers(ch08, tag, expected):
 
 
 def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
-    rows = re.findall(r"^\s*(\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s*$",
-                      printed(tagged(ch08, "ch08-rnn")), re.M)
+    rows = re.findall(
+        r"^\s*(\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s*$",
+        printed(tagged(ch08, "ch08-rnn")),
+        re.M,
+    )
     assert [int(r[0]) for r in rows] == [3, 10, 30]
     for row in rows:
         assert len(set(row[2:])) == 1, f"the four derivatives differ: {row}"
 
 
-@pytest.mark.parametrize("tag, expected", [
-    ("ch09-matmul", ["A.grad (3, 4) equals G @ B.T (3, 4): True", "B.grad (4, 2) equals A.T @ G (4, 2): True"]),
-    ("ch09-scatter", ["course_lib x.grad     : [8. 0. 2. 0.]"]),
-    ("ch09-ce", ["logits of size ~1000", "naive softmax has nan     : True"]),
-    ("ch09-seed", ["needs a seed gradient of that shape", "the seed must have exactly the output's shape",
-                   "x.grad = [ 2.  2. -6.]"]),
-    ("ch09-pruning", ["Xs.requires_grad: False", "logits.requires_grad: True"]),
-    ("ch09-no-grad", ["W_next.requires_grad = False", "(W * 2).requires_grad = True"]),
-    ("ch09-accumulate", ["W.grad == 2 * full: True", "full-batch gradient: True"]),
-    ("ch09-gradcheck", ["gradcheck(mixed, a, b, c): True"]),
-])
+@pytest.mark.parametrize(
+    "tag, expected",
+    [
+        ("ch09-matmul", ["A.grad (3, 4) equals G @ B.T (3, 4): True", "B.grad (4, 2) equals A.T @ G (4, 2): True"]),
+        ("ch09-scatter", ["course_lib x.grad     : [8. 0. 2. 0.]"]),
+        ("ch09-ce", ["logits of size ~1000", "naive softmax has nan     : True"]),
+        (
+            "ch09-seed",
+            [
+                "needs a seed gradient of that shape",
+                "the seed must have exactly the output's shape",
+                "x.grad = [ 2.  2. -6.]",
+            ],
+        ),
+        ("ch09-pruning", ["Xs.requires_grad: False", "logits.requires_grad: True"]),
+        ("ch09-no-grad", ["W_next.requires_grad = False", "(W * 2).requires_grad = True"]),
+        ("ch09-accumulate", ["W.grad == 2 * full: True", "full-batch gradient: True"]),
+        ("ch09-gradcheck", ["gradcheck(mixed, a, b, c): True"]),
+    ],
+)
 def test_chapter_9_prints_the_numbers(ch09, tag, expected):
     text = printed(tagged(ch09, tag))
     for piece in expected:
@@ -165,8 +193,7 @@ def test_chapter_9_agrees_with_pytorch(ch09):
 @pytest.mark.parametrize("path", [CH08, CH09])
 def test_chapters_have_figures(path):
     nb = nbformat.read(path, as_version=4)
-    kinds = [kind for c in nb.cells if c.cell_type == "code" for out in c.outputs
-             for kind in out.get("data", {})]
+    kinds = [kind for c in nb.cells if c.cell_type == "code" for out in c.outputs for kind in out.get("data", {})]
     assert "image/png" in kinds and "image/svg+xml" in kinds
 
 
@@ -176,6 +203,7 @@ def test_chapter_9_links_the_assignment(ch09):
 
 
 # ---- the teaching versions agree with course_lib ------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def teaching(ch08):
@@ -193,8 +221,13 @@ def test_tiny_grad_agrees_with_course_lib(teaching):
     assert tiny_grad(lambda x: 5.0)(3.0) == 0.0
     for x0 in np.linspace(-2.0, 2.0, 9):
         assert tiny_grad(sin)(x0) == pytest.approx(grad(lambda x: x.sin())(x0).item(), abs=1e-14)
-        f_tiny = lambda x: teaching["exp"](x) / (1.0 + x * x) - teaching["log"](2.0 + sin(x)) * x
-        f_lib = lambda x: x.exp() / (1.0 + x * x) - (2.0 + x.sin()).log() * x
+
+        def f_tiny(x):
+            return teaching["exp"](x) / (1.0 + x * x) - teaching["log"](2.0 + sin(x)) * x
+
+        def f_lib(x):
+            return x.exp() / (1.0 + x * x) - (2.0 + x.sin()).log() * x
+
         assert tiny_grad(f_tiny)(x0) == pytest.approx(grad(f_lib)(x0).item(), rel=1e-12, abs=1e-12)
 
     def rnn(w, xs, tanh):
@@ -206,10 +239,10 @@ def test_tiny_grad_agrees_with_course_lib(teaching):
     rng = np.random.default_rng(0)
     for T in [3, 10, 30]:
         xs = rng.normal(0.0, 1.0, T)
-        ours = tiny_grad(lambda w: rnn(w, xs, tanh))(0.8)
-        reference = grad(lambda w: rnn(w, xs, Tensor.tanh))(0.8).item()
+        ours = tiny_grad(lambda w, xs=xs: rnn(w, xs, tanh))(0.8)
+        reference = grad(lambda w, xs=xs: rnn(w, xs, Tensor.tanh))(0.8).item()
         assert ours == pytest.approx(reference, rel=1e-12, abs=1e-14)
-        assert ours == pytest.approx(numerical_grad(lambda w: rnn(w, xs, np.tanh), 0.8), abs=1e-8)
+        assert ours == pytest.approx(numerical_grad(lambda w, xs=xs: rnn(w, xs, np.tanh), 0.8), abs=1e-8)
 
 
 def test_trace_records_only_traced_calls(teaching):
@@ -267,17 +300,25 @@ def test_custom_logsumexp_vjp_is_softmax_and_twice_differentiable(ch08):
 
 # ---- issue 14: chapter 8's trace diagrams, complex step, node counts and exercise ---------
 
+
 def test_chapter_8_traces_the_case_studys_example(ch08, teaching):
     assert "Box(1.99499, made by 'mul')" in printed(tagged(ch08, "ch08-seed-trace"))
     from course_lib.figures.tensors import trace_diagram
+
     Box, Node = teaching["Box"], teaching["Node"]
     x1, x2, x3 = Box(0.5, Node("x1")), Box(1.0, Node("x2")), Box(2.0, Node("x3"))
     y = teaching["sin"](x1 + x2) * x3
     source = trace_diagram(y.node, gradients=True).source
     # the prose: x3 gets sin(1.5) = 0.997, sin gets x3 = 2, add and both inputs get 2 cos(1.5) = 0.141
     assert f"{np.sin(1.5):.3f}" == "0.997" and f"{2 * np.cos(1.5):.3f}" == "0.141"
-    for label in ["1. mul\ngrad 1.000", "x3\ngrad 0.997", "sin\ngrad 2.000", "add\ngrad 0.141",
-                  "x1\ngrad 0.141", "x2\ngrad 0.141"]:
+    for label in [
+        "1. mul\ngrad 1.000",
+        "x3\ngrad 0.997",
+        "sin\ngrad 2.000",
+        "add\ngrad 0.141",
+        "x1\ngrad 0.141",
+        "x2\ngrad 0.141",
+    ]:
         assert label in source, label
 
 
@@ -293,7 +334,9 @@ def test_chapter_8_counts_the_nodes_of_the_composed_logsumexp(ch08):
 
 
 def test_chapter_8_complex_step_is_exact_where_differences_cancel(ch08):
-    f = lambda x: np.sin(x) * x + 2
+    def f(x):
+        return np.sin(x) * x + 2
+
     exact = np.cos(0.5) * 0.5 + np.sin(0.5)
     rows = re.findall(r"^\s*(\de[+-]\d+)\s+(\S+)\s+(\S+)\s*$", printed(tagged(ch08, "ch08-complex-step")), re.M)
     assert [r[0] for r in rows] == ["1e-02", "1e-04", "1e-08", "1e-20"]
@@ -311,10 +354,9 @@ def test_chapter_8_nested_differences_lose_half_the_digits(ch08):
     x = np.random.default_rng(0).uniform(0.3, 1.3, 400)  # typical errors, not one lucky point
     steps = np.logspace(-7, -1, 25)
     central = [np.median(abs((np.sin(x + h) - 2 * np.sin(x) + np.sin(x - h)) / h**2 + np.sin(x))) for h in steps]
-    one_sided = [np.median(abs((np.sin(x + 2 * h) - 2 * np.sin(x + h) + np.sin(x)) / h**2 + np.sin(x)))
-                 for h in steps]
+    one_sided = [np.median(abs((np.sin(x + 2 * h) - 2 * np.sin(x + h) + np.sin(x)) / h**2 + np.sin(x))) for h in steps]
     assert eps**0.25 == pytest.approx(1.2e-4, rel=0.03) and 1e-5 < steps[np.argmin(central)] < 1e-3
-    assert np.sqrt(eps) / 10 < min(central) < np.sqrt(eps) * 10        # about 8 of 16 digits left
+    assert np.sqrt(eps) / 10 < min(central) < np.sqrt(eps) * 10  # about 8 of 16 digits left
     assert eps ** (1 / 3) / 10 < min(one_sided) < eps ** (1 / 3) * 10  # about 5 of 16 digits left
     assert "half of float64's sixteen digits are lost" in markdown(ch08)
 
@@ -365,8 +407,10 @@ def test_chapter_9_counts_leaves_and_operations_of_the_pruned_graph(ch09):
     nodes = child_count_order(nn.cross_entropy(Xs @ W + b, np.array([0, 2, 1, 1, 0])), lambda t: t._parents)
     leaves = [n for n in nodes if not n._op]
     assert len(nodes) == 9 and len(leaves) == 3 and Xs in leaves
-    assert ("nodes in the loss graph: 9 = 3 leaves (Xs, W, b) + 6 operations "
-            "['neg', 'mean', 'getitem', 'log_softmax', 'add', 'matmul']") in printed(tagged(ch09, "ch09-pruning"))
+    assert (
+        "nodes in the loss graph: 9 = 3 leaves (Xs, W, b) + 6 operations "
+        "['neg', 'mean', 'getitem', 'log_softmax', 'add', 'matmul']"
+    ) in printed(tagged(ch09, "ch09-pruning"))
 
 
 def test_chapter_9_softmax_vjp_exercise_check_tells_right_from_wrong(ch09):
@@ -391,7 +435,12 @@ def test_chapter_8_lists_the_op_table_and_explains_first_order(ch08):
 
 def test_show_rules_lists_the_rules_without_the_test_keywords(ch08, ch09):
     for nb in (ch08, ch09):
-        shown_rules = "".join(out.data["text/plain"] for cell in nb.cells if "show_rules(" in cell.source
-                              for out in cell.outputs if "data" in out)
-        assert "defvjp(\"tanh\", lambda g, out, a: g * (1.0 - out * out))" in shown_rules
+        shown_rules = "".join(
+            out.data["text/plain"]
+            for cell in nb.cells
+            if "show_rules(" in cell.source
+            for out in cell.outputs
+            if "data" in out
+        )
+        assert 'defvjp("tanh", lambda g, out, a: g * (1.0 - out * out))' in shown_rules
         assert "sample=" not in shown_rules and "torch=" not in shown_rules

@@ -7,6 +7,7 @@ standardised with training statistics, 100 epochs of SGD (lr 0.1, minibatches of
 by default_rng(1)): 29/30 held out; the same run in PyTorch gives the same losses.
 Chapter 13: L = b((a+b)(a-b)) at (1, 2): gradient (4, -11), Hessian [[4, 2], [2, -12]].
 """
+
 from __future__ import annotations
 
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_text import printed, tagged
 
 from course_lib.datasets import load_iris
 from course_lib.forward import jvp as forward_jvp
@@ -22,7 +24,6 @@ from course_lib.functional import grad, hessian
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.scalar import Value
 from course_lib.tensor import no_grad
-from notebook_text import printed, tagged
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 CH10 = BOOK / "10_neural_networks.ipynb"
@@ -34,10 +35,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated
 
 # ---- chapter 10: the training run, restated -------------------------------------------
 
+
 def stratified_split(labels, n_test_per_class, seed):
     rng = np.random.default_rng(seed)
-    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:n_test_per_class]
-                           for c in np.unique(labels)])
+    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:n_test_per_class] for c in np.unique(labels)])
     return np.setdiff1d(np.arange(len(labels)), test), np.sort(test)
 
 
@@ -56,7 +57,7 @@ def train_course_lib(X_train, y_train):
     for _ in range(EPOCHS):
         order = order_rng.permutation(len(y_train))
         for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
+            rows = order[start : start + BATCH]
             optimiser.zero_grad()
             loss = cross_entropy(model(X_train[rows]), y_train[rows])
             loss.backward()
@@ -71,8 +72,16 @@ def run():
     model, losses = train_course_lib(X_train, y_train)
     with no_grad():
         predicted = model(X_test).data.argmax(axis=1)
-    return dict(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test, test_idx=test_idx,
-                model=model, losses=losses, predicted=predicted)
+    return dict(
+        X_train=X_train,
+        y_train=y_train,
+        X_test=X_test,
+        y_test=y_test,
+        test_idx=test_idx,
+        model=model,
+        losses=losses,
+        predicted=predicted,
+    )
 
 
 def test_split_is_stratified_120_30(run):
@@ -125,7 +134,7 @@ def test_pytorch_run_from_the_same_weights_gives_the_same_losses(run):
     for _ in range(EPOCHS):
         order = order_rng.permutation(len(labels))
         for start_row in range(0, len(order), BATCH):
-            rows = torch.from_numpy(order[start_row:start_row + BATCH])
+            rows = torch.from_numpy(order[start_row : start_row + BATCH])
             optimiser.zero_grad()
             loss = torch.nn.functional.cross_entropy(net(features[rows]), labels[rows])
             loss.backward()
@@ -137,6 +146,7 @@ def test_pytorch_run_from_the_same_weights_gives_the_same_losses(run):
 
 
 # ---- chapter 13: the scalar example in three libraries -----------------------------------
+
 
 def L(a, b):
     return b * ((a + b) * (a - b))
@@ -164,7 +174,11 @@ def test_course_lib_gradient_and_hessian():
     assert (out.data, a.grad, b.grad) == (-6.0, 4.0, -11.0)
     assert [g.item() for g in grad(L, argnum=(0, 1))(1.0, 2.0)] == [4.0, -11.0]
     assert hessian(L_vec)(np.array([1.0, 2.0])).data.tolist() == HESSIAN
-    assert [grad(grad(L, argnum=i), argnum=j)(1.0, 2.0).item() for i, j in [(0, 0), (0, 1), (1, 1)]] == [4.0, 2.0, -12.0]
+    assert [grad(grad(L, argnum=i), argnum=j)(1.0, 2.0).item() for i, j in [(0, 0), (0, 1), (1, 1)]] == [
+        4.0,
+        2.0,
+        -12.0,
+    ]
     assert [forward_jvp(L, (1.0, 2.0), v)[1] for v in [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]] == [4.0, -11.0, -7.0]
 
 
@@ -194,19 +208,24 @@ def test_jax_gradient_and_hessian(jax):
 
 def test_chapter13_curve_derivatives_agree_with_the_formulas(jax):
     from course_lib import tensor as ct
+
     xs = np.linspace(-4, 4, 161)
     df = grad(lambda x: (ct.sin(3 * x) * ct.exp(-x * x / 4)).sum())
     d2f = grad(lambda x: df(x).sum())
-    envelope = np.exp(-xs**2 / 4)
+    envelope = np.exp(-(xs**2) / 4)
     exact1 = envelope * (3 * np.cos(3 * xs) - xs / 2 * np.sin(3 * xs))
     exact2 = envelope * ((xs**2 / 4 - 9.5) * np.sin(3 * xs) - 3 * xs * np.cos(3 * xs))
     assert np.abs(df(xs).data - exact1).max() < 1e-13
     assert np.abs(d2f(xs).data - exact2).max() < 1e-13
-    f_jax = lambda x: jax.numpy.sin(3 * x) * jax.numpy.exp(-x * x / 4)
+
+    def f_jax(x):
+        return jax.numpy.sin(3 * x) * jax.numpy.exp(-x * x / 4)
+
     assert np.abs(np.asarray(jax.vmap(jax.grad(jax.grad(f_jax)))(xs)) - exact2).max() < 1e-13
 
 
 # ---- the executed notebooks ------------------------------------------------------------
+
 
 def test_chapter10_prints_the_recomputed_held_out_accuracy(run):
     text = printed(tagged(CH10, "ch10-train"))
@@ -228,8 +247,12 @@ def test_chapter10_prints_the_confusion_matrix(run):
 def test_chapter10_prints_parameter_gradient_shapes_and_checks():
     text = printed(tagged(CH10, "ch10-probe"))
     assert "131 parameters" in text
-    for name, shape in [("layers[0].weight", "(4, 16)"), ("layers[0].bias", "(16,)"),
-                        ("layers[1].weight", "(16, 3)"), ("layers[1].bias", "(3,)")]:
+    for name, shape in [
+        ("layers[0].weight", "(4, 16)"),
+        ("layers[0].bias", "(16,)"),
+        ("layers[1].weight", "(16, 3)"),
+        ("layers[1].bias", "(3,)"),
+    ]:
         assert re.search(re.escape(name) + r"\s+" + re.escape(shape) + r"\s+" + re.escape(shape), text), name
     checks = printed(tagged(CH10, "ch10-gradcheck"))
     assert checks.count("formula matches backward(): True") == 4 and "False" not in checks
@@ -239,7 +262,7 @@ def test_chapter10_split_table_matches_recomputation():
     text = printed(tagged(CH10, "ch10-splits"))
     accuracies = {int(s): int(n) for s, n in re.findall(r"split seed (\d+): held-out accuracy\s+(\d+)/30", text)}
     assert sorted(accuracies) == list(range(6))
-    for seed in (0, 5):   # two of them, recomputed (each is a full training run)
+    for seed in (0, 5):  # two of them, recomputed (each is a full training run)
         X_train, y_train, X_test, y_test, _ = iris_split(seed)
         model, _ = train_course_lib(X_train, y_train)
         with no_grad():
@@ -253,17 +276,35 @@ def test_chapter10_prints_pytorch_agreement():
     assert "PyTorch held-out accuracy: 29/30" in text
 
 
-@pytest.mark.parametrize("tag, expected", [
-    ("ch13-reverse-oo", ["course_lib Value    L = -6   dL/da = 4   dL/db = -11",
-                         "PyTorch backward()  L = -6   dL/da = 4   dL/db = -11"]),
-    ("ch13-reverse-functional", ["jax.value_and_grad            L = -6   dL/da = 4   dL/db = -11",
-                                 "course_lib.functional         L = -6   dL/da = 4   dL/db = -11"]),
-    ("ch13-hessian", ["course_lib.functional.hessian  [[4.0, 2.0], [2.0, -12.0]]",
-                      "torch.func.hessian             [[4.0, 2.0], [2.0, -12.0]]",
-                      "jax.hessian                    [[4.0, 2.0], [2.0, -12.0]]"]),
-    ("ch13-torch-second", ["Hessian, row by row: [[4.0, 2.0], [2.0, -12.0]]"]),
-    ("ch13-stop", ["course_lib: 4.0", "PyTorch:    4.0", "JAX:        4.0"]),
-])
+@pytest.mark.parametrize(
+    "tag, expected",
+    [
+        (
+            "ch13-reverse-oo",
+            [
+                "course_lib Value    L = -6   dL/da = 4   dL/db = -11",
+                "PyTorch backward()  L = -6   dL/da = 4   dL/db = -11",
+            ],
+        ),
+        (
+            "ch13-reverse-functional",
+            [
+                "jax.value_and_grad            L = -6   dL/da = 4   dL/db = -11",
+                "course_lib.functional         L = -6   dL/da = 4   dL/db = -11",
+            ],
+        ),
+        (
+            "ch13-hessian",
+            [
+                "course_lib.functional.hessian  [[4.0, 2.0], [2.0, -12.0]]",
+                "torch.func.hessian             [[4.0, 2.0], [2.0, -12.0]]",
+                "jax.hessian                    [[4.0, 2.0], [2.0, -12.0]]",
+            ],
+        ),
+        ("ch13-torch-second", ["Hessian, row by row: [[4.0, 2.0], [2.0, -12.0]]"]),
+        ("ch13-stop", ["course_lib: 4.0", "PyTorch:    4.0", "JAX:        4.0"]),
+    ],
+)
 def test_chapter13_prints_the_numbers(tag, expected):
     text = printed(tagged(CH13, tag))
     for piece in expected:
@@ -282,8 +323,10 @@ def test_chapter13_tables_of_jvps_and_second_derivatives():
 
 # ---- issue 14: chapter 10's affine, exercise and summary; exercises in chapters 10 to 13 ----
 
+
 def test_chapter10_explains_affine_as_one_node_with_the_same_values_and_gradients():
     from course_lib.tensor import Tensor, affine
+
     rng = np.random.default_rng(0)
     x = Tensor(rng.normal(size=(5, 4)))
     W, b = Tensor(rng.normal(size=(4, 3)), requires_grad=True), Tensor(rng.normal(size=3), requires_grad=True)
@@ -297,23 +340,33 @@ def test_chapter10_explains_affine_as_one_node_with_the_same_values_and_gradient
 
 def test_chapter10_linear_backward_exercise_check_tells_right_from_wrong():
     from course_lib.tensor import Tensor, affine
+
     namespace = {"np": np, "Tensor": Tensor, "affine": affine}
     for cell in tagged(CH10, "ch10-exercise") + tagged(CH10, "ch10-exercise-check"):
         exec(cell.source, namespace)
     check = namespace["check_linear_backward"]
     assert check(namespace["linear_backward"]).startswith("not done yet")
     assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0))).startswith("correct")
-    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.mean(axis=0))) == \
-        "not yet: b_bar has the right shape but different numbers"   # the mean slip of the solution
+    assert (
+        check(lambda x, W, G: (G @ W.T, x.T @ G, G.mean(axis=0)))
+        == "not yet: b_bar has the right shape but different numbers"
+    )  # the mean slip of the solution
     assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0, keepdims=True))).startswith(
-        "not yet: b_bar has shape (1, 3)")
+        "not yet: b_bar has shape (1, 3)"
+    )
     assert "not done yet" in printed(tagged(CH10, "ch10-exercise-check"))
 
 
 def test_chapter13_hvp_exercise_check_tells_right_from_wrong(jax):
     import jax.numpy as jnp
-    namespace = {"np": np, "jax": jax, "jnp": jnp, "hessian": hessian,
-                 "L_vec": lambda x: x[1] * ((x[0] + x[1]) * (x[0] - x[1]))}
+
+    namespace = {
+        "np": np,
+        "jax": jax,
+        "jnp": jnp,
+        "hessian": hessian,
+        "L_vec": lambda x: x[1] * ((x[0] + x[1]) * (x[0] - x[1])),
+    }
     for cell in tagged(CH13, "ch13-exercise") + tagged(CH13, "ch13-exercise-check"):
         exec(cell.source, namespace)
     check = namespace["check_hvp"]

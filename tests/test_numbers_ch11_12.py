@@ -1,6 +1,7 @@
 """The numbers chapters 11 (differentiable physics) and 12 (Integrated Gradients) print,
 recomputed with ``course_lib`` and looked up in the committed notebooks; and chapter 12's
 teaching version (the cell tagged ``teaching-version``) checked against the engine."""
+
 from __future__ import annotations
 
 import math
@@ -9,6 +10,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from notebook_text import markdown, printed, shown, tagged
 
 from course_lib import ig, simulate
 from course_lib.check import numerical_grad
@@ -17,7 +19,6 @@ from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.physics import HOOP, START_SHOT, fit_shot, height_at, shot_height
 from course_lib.simulate import DRAG, DT, drag_shot_height, graph_size, hoop_height
 from course_lib.tensor import Tensor, no_grad
-from notebook_text import markdown, printed, shown, tagged
 
 ROOT = Path(__file__).resolve().parents[1]
 CH11 = ROOT / "book" / "11_differentiable_physics.ipynb"
@@ -48,13 +49,16 @@ def hit(history):
 
 # ---------------------------------------------------------------- chapter 11
 
+
 def test_ch11_gradients_through_the_simulator():
     v0, theta0 = START_SHOT
     assert height_at(v0, theta0).item() == pytest.approx(1.2630, abs=5e-5)
     grad = gradient(START_SHOT)
     x = HOOP[0]
-    formula = [9.81 * x**2 / (v0**3 * math.cos(theta0) ** 2),
-               (x - 9.81 * x**2 * math.tan(theta0) / v0**2) / math.cos(theta0) ** 2]
+    formula = [
+        9.81 * x**2 / (v0**3 * math.cos(theta0) ** 2),
+        (x - 9.81 * x**2 * math.tan(theta0) / v0**2) / math.cos(theta0) ** 2,
+    ]
     assert grad == pytest.approx(formula, rel=1e-14)
     assert grad == pytest.approx(numerical_grad(lambda p: shot_height(p).item(), np.array(START_SHOT)), abs=1e-8)
     assert grad == pytest.approx([0.20928, 4.1250546900], abs=1e-10)
@@ -74,8 +78,10 @@ def test_ch11_descent_hits_the_hoop_in_11_steps(history):
     assert "learning rate 0.01: converged = True after 11 steps" in text
     assert "hit: v = 10.023 m/s, theta = 52.44 deg, |y - 3.1| = 5.3e-04 m" in text
     for k in range(history.steps + 1):
-        row = (f"{k:4d} {history.v[k]:10.4f} {math.degrees(history.theta[k]):12.4f} {history.height[k]:11.5f} "
-               f"{history.height[k] - HOOP[1]:+10.5f} {history.loss[k]:10.2e}")
+        row = (
+            f"{k:4d} {history.v[k]:10.4f} {math.degrees(history.theta[k]):12.4f} {history.height[k]:11.5f} "
+            f"{history.height[k] - HOOP[1]:+10.5f} {history.loss[k]:10.2e}"
+        )
         assert row in text, f"step {k} of the descent table is not shown: {row!r}"
 
 
@@ -98,7 +104,12 @@ def test_ch11_learning_rates(hit):
     assert curvature == pytest.approx(28.23, abs=5e-3)
     runs = {lr: fit_shot(lr=lr, max_steps=100) for lr in (0.002, 0.01, 0.02, 0.05, 0.2)}
     assert [(run.converged, run.steps) for run in runs.values()] == [
-        (True, 68), (True, 11), (True, 4), (False, 100), (False, 100)]
+        (True, 68),
+        (True, 11),
+        (True, 4),
+        (False, 100),
+        (False, 100),
+    ]
     assert np.any(runs[0.02].height > HOOP[1]), "lr 0.02 overshoots the hoop"
     assert np.all(runs[0.01].height < HOOP[1]), "lr 0.01 approaches from below"
     misses = runs[0.01].height - HOOP[1]
@@ -131,6 +142,7 @@ def test_ch11_sensitivities_and_path_average(hit):
 
 # ---------------------------------------------------------------- chapter 11: the simulation with drag
 
+
 def sim_gradient(point, dt=DT):
     params = Tensor(np.asarray(point, dtype=float), requires_grad=True)
     y = drag_shot_height(params, dt=dt)
@@ -155,8 +167,10 @@ def test_ch11_simulation_first_throw(ch11_text):
         params = Tensor(np.array([v0, theta0, k]), requires_grad=True)
         y = drag_shot_height(params)
         assert (simulate.steps_before(v0, theta0, k), f"{y.item():.4f}", graph_size(y)) == (steps, height, nodes)
-        rows.append(f"k = {k:.2f} per m: {steps} steps of 0.01 s and a shortened one, "
-                    f"height at the hoop {height} m, graph of {nodes} nodes")
+        rows.append(
+            f"k = {k:.2f} per m: {steps} steps of 0.01 s and a shortened one, "
+            f"height at the hoop {height} m, graph of {nodes} nodes"
+        )
     for row in rows + ["closed form (vacuum): 1.2630 m"]:
         assert row in ch11_text, row
     assert printed(tagged(CH11, "ch11-sim-first")).count("\n") == 3
@@ -216,8 +230,10 @@ def test_ch11_descent_with_drag(drag_history, hit, ch11_text):
     assert h.converged and h.steps == 18
     assert "k = 0.03 per m, learning rate 0.01: converged = True after 18 steps" in ch11_text
     for k in range(h.steps + 1):
-        row = (f"{k:4d} {h.v[k]:10.4f} {math.degrees(h.theta[k]):12.4f} "
-               f"{h.height[k]:11.5f} {h.height[k] - HOOP[1]:+10.5f} {h.loss[k]:10.2e}")
+        row = (
+            f"{k:4d} {h.v[k]:10.4f} {math.degrees(h.theta[k]):12.4f} "
+            f"{h.height[k]:11.5f} {h.height[k] - HOOP[1]:+10.5f} {h.loss[k]:10.2e}"
+        )
         assert row in ch11_text, f"step {k} of the descent in air is not shown: {row!r}"
     assert "hit in air: v = 10.034 m/s, theta = 55.94 deg, |y - 3.1| = 8.6e-04 m" in ch11_text
     assert "hit in a vacuum (warm-up): v = 10.023 m/s, theta = 52.44 deg" in ch11_text
@@ -256,8 +272,9 @@ def test_ch11_drag_coefficient_as_a_parameter(drag_history, hit, ch11_text):
     assert "1% more drag lowers it by 3.6 mm" in text
 
     vacuum_hit = np.array([*hit, 0.0])
-    parts, gap = ig.integrated_gradients(drag_shot_height, air_hit, vacuum_hit, steps=8,
-                                         method="gausslegendre", return_delta=True)
+    parts, gap = ig.integrated_gradients(
+        drag_shot_height, air_hit, vacuum_hit, steps=8, method="gausslegendre", return_delta=True
+    )
     change = drag_shot_height(air_hit).item() - drag_shot_height(vacuum_hit).item()
     assert parts == pytest.approx([0.0055, 0.2909, -0.2967], abs=5e-5)
     assert abs(gap) < 1.5e-6 and abs(parts.sum() - change) < 1.5e-6
@@ -272,8 +289,15 @@ def test_ch11_drag_coefficient_as_a_parameter(drag_history, hit, ch11_text):
 
 
 TIME_STEPS = [0.04, 0.02, 0.01, 0.005, 0.0025, 0.00125, 0.000625]
-GRAPH_NODES = {0.04: (12, 591), 0.02: (24, 1143), 0.01: (49, 2293), 0.005: (98, 4547), 0.0025: (197, 9101),
-               0.00125: (394, 18163), 0.000625: (789, 36333)}
+GRAPH_NODES = {
+    0.04: (12, 591),
+    0.02: (24, 1143),
+    0.01: (49, 2293),
+    0.005: (98, 4547),
+    0.0025: (197, 9101),
+    0.00125: (394, 18163),
+    0.000625: (789, 36333),
+}
 
 
 def test_ch11_graph_grows_linearly(ch11_text):
@@ -301,7 +325,7 @@ def test_ch11_measured_costs_in_the_stored_notebook():
     assert rows[0][:2] == ["steps", "N"]
     table = [[float(f) for f in row] for row in rows[1:]]
     assert [int(r[0]) for r in table] == [GRAPH_NODES[dt][0] for dt in TIME_STEPS]
-    for (steps, mb, per_node, forward, backward, ratio), dt in zip(table, TIME_STEPS):
+    for (_steps, mb, per_node, forward, backward, ratio), dt in zip(table, TIME_STEPS):
         nodes = GRAPH_NODES[dt][1]
         assert 150 < per_node < 300, "the prose: each node costs a little over 200 bytes"
         assert mb * 1e6 == pytest.approx(per_node * nodes, rel=0.02, abs=0.01e6)
@@ -316,16 +340,24 @@ def test_ch11_measured_costs_in_the_stored_notebook():
 
 
 CHECKPOINT_ROWS = {  # every: checkpoints, peak graph nodes, stored objects
-    1: (493, 80, 2052), 3: (165, 160, 820), 5: (99, 252, 648), 7: (71, 344, 628), 10: (50, 482, 682),
-    22: (23, 1034, 1126), 50: (10, 2322, 2362), 100: (5, 4622, 4642), 493: (1, 22716, 22720),
+    1: (493, 80, 2052),
+    3: (165, 160, 820),
+    5: (99, 252, 648),
+    7: (71, 344, 628),
+    10: (50, 482, 682),
+    22: (23, 1034, 1126),
+    50: (10, 2322, 2362),
+    100: (5, 4622, 4642),
+    493: (1, 22716, 22720),
 }
 
 
 def test_ch11_checkpointing(ch11_text):
     height, grad, nodes = simulate.plain_gradient(*START_SHOT, DRAG, 0.001)
     assert nodes == 22717 and simulate.steps_before(*START_SHOT, DRAG, 0.001) == 493
-    assert (f"without checkpointing: N = 493 steps, graph of 22717 nodes, "
-            f"gradient {np.array2string(grad, precision=6)}") in ch11_text
+    assert (
+        f"without checkpointing: N = 493 steps, graph of 22717 nodes, gradient {np.array2string(grad, precision=6)}"
+    ) in ch11_text
     for every, (checkpoints, peak, stored) in CHECKPOINT_ROWS.items():
         run = simulate.checkpointed_gradient(*START_SHOT, DRAG, 0.001, every=every)
         assert (run.checkpoints, run.peak_nodes, 4 * run.checkpoints + run.peak_nodes) == (checkpoints, peak, stored)
@@ -356,9 +388,13 @@ def test_ch11_summary_and_questions():
     assert f"{area:.3f}" == "0.038" and f"{1.2 * 0.5 * area / (2 * 0.41):.3f}" == "0.028"
     assert DRAG * 10.0**2 == pytest.approx(3.0) and DRAG * 100 / 9.81 == pytest.approx(1 / 3, abs=0.03)
     assert "the coefficient $k$ is about 0.028 per metre" in text.replace("\n", " ")
-    for fact in ["gradient descent through the simulator finds a hit in 18 steps ($r = 0.670$)",
-                 "($-0.297$ m) of the change", "($n = 46$ here)", "finite differences agree to eight digits",
-                 "In air the warm-up's hit misses by 26 cm"]:
+    for fact in [
+        "gradient descent through the simulator finds a hit in 18 steps ($r = 0.670$)",
+        "($-0.297$ m) of the change",
+        "($n = 46$ here)",
+        "finite differences agree to eight digits",
+        "In air the warm-up's hit misses by 26 cm",
+    ]:
         assert fact in text, fact
     # Check-yourself 6: explicit Euler is off by g t dt / 2 at the hoop (first throw).
     t = HOOP[0] / (START_SHOT[0] * math.cos(START_SHOT[1]))
@@ -455,7 +491,7 @@ def iris():
     for _ in range(100):
         order = train_idx[order_rng.permutation(len(train_idx))]
         for start in range(0, len(order), 16):
-            rows = order[start:start + 16]
+            rows = order[start : start + 16]
             optimiser.zero_grad()
             cross_entropy(model(Z[rows]), y[rows]).backward()
             optimiser.step()
@@ -471,8 +507,9 @@ def test_ch12_iris_attributions(iris):
     expected = {1: [0.403, 0.037, -0.955, -0.926], 2: [0.095, 0.985, 2.917, 2.126]}
     text = shown(CH12)
     for target, values in expected.items():
-        a, delta = ig.integrated_gradients(model, Z[133], np.zeros(4), steps=200, method="gausslegendre",
-                                           target=target, return_delta=True)
+        a, delta = ig.integrated_gradients(
+            model, Z[133], np.zeros(4), steps=200, method="gausslegendre", target=target, return_delta=True
+        )
         assert a == pytest.approx(values, abs=5e-4)
         assert abs(delta) < 5e-3
         shown_row = "   ".join(f"{name} {v:+.3f}" for name, v in zip(load_iris()[2], a))
@@ -513,8 +550,15 @@ def test_ch12_teaching_version_matches_the_engine(iris, hit):
     cells = tagged(CH12, "teaching-version")
     assert len(cells) == 1
     model, Z, *_ = iris
-    namespace = {"np": np, "integrated_gradients": ig.integrated_gradients, "model": model,
-                 "x_flower": Z[133], "predicted": 1, "tiny": tiny, "print": lambda *args, **kwargs: None}
+    namespace = {
+        "np": np,
+        "integrated_gradients": ig.integrated_gradients,
+        "model": model,
+        "x_flower": Z[133],
+        "predicted": 1,
+        "tiny": tiny,
+        "print": lambda *args, **kwargs: None,
+    }
     exec(cells[0].source, namespace)
     chunked_ig = namespace["chunked_ig"]
     for f, x, base, target in [(model, Z[133], np.zeros(4), 1), (shot_height, hit, np.array(START_SHOT), None)]:
@@ -536,6 +580,7 @@ def test_chapters_link_the_assignment_and_cite_their_sources():
 
 # ---- issue 14: chapter 12 attributes to the damping; its exercise ---------------------------
 
+
 def test_ch12_attributes_the_rise_to_speed_angle_and_damping():
     fit = simulate.fit_shot_with_drag(*START_SHOT, k=DRAG, lr=0.01)
     air_hit, start = np.array([fit.v[-1], fit.theta[-1], DRAG]), np.array([*START_SHOT, 0.0])
@@ -548,11 +593,16 @@ def test_ch12_attributes_the_rise_to_speed_angle_and_damping():
             assert f"{method:16}{m:6d}{a[0]:+10.4f}{a[1]:+10.4f}{a[2]:+11.4f}" in text
             if method == "riemann_middle":
                 assert abs(d) < 0.15 / m**2  # second order
-    a, d = ig.integrated_gradients(drag_shot_height, air_hit, start, steps=64, method="gausslegendre", return_delta=True)
+    a, d = ig.integrated_gradients(
+        drag_shot_height, air_hit, start, steps=64, method="gausslegendre", return_delta=True
+    )
     assert (round(a[0], 3), round(a[1], 3), round(a[2], 3)) == (0.011, 2.003, -0.178)
     prose = markdown(CH12)
-    for fact in ["explains $+2.003$ m, the slightly faster launch $+0.011$ m, and the damping\n$-0.178$ m",
-                 "add up to the rise of 1.836 m", "at 16 points the delta is $3 \\times 10^{-9}$, at 64 points $-1.6 \\times 10^{-7}$"]:
+    for fact in [
+        "explains $+2.003$ m, the slightly faster launch $+0.011$ m, and the damping\n$-0.178$ m",
+        "add up to the rise of 1.836 m",
+        "at 16 points the delta is $3 \\times 10^{-9}$, at 64 points $-1.6 \\times 10^{-7}$",
+    ]:
         assert fact in prose, fact
 
 

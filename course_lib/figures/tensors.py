@@ -6,11 +6,12 @@ to be read at the width of a book page without being scaled down: labels are set
 the size of the body text, and no graph is wider than 7 inches (504 pt), which the book
 shows unscaled in its article column (676 px at a 1280 px wide window): labels of 18.7 px.
 """
+
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import graphviz
 import matplotlib.pyplot as plt
@@ -18,15 +19,29 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from course_lib.figures.basics import STYLE
 from course_lib.toposort import child_count_order
 
 FONT_PT = "14"  # the body text's size: graph labels are never smaller
-STYLE = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 11}
 
 __all__ = [
-    "engine_flowchart", "trace_diagram", "nested_derivatives", "jacobian_memory", "unbroadcast_picture",
-    "iris_scatter", "training_curves", "loss_gap", "ig_path", "quadrature_errors", "attribution_bars",
-    "iris_attributions", "library_curves", "gradient_cost", "mlp_step", "per_op_overhead", "deep_graphs",
+    "engine_flowchart",
+    "trace_diagram",
+    "nested_derivatives",
+    "jacobian_memory",
+    "unbroadcast_picture",
+    "iris_scatter",
+    "training_curves",
+    "loss_gap",
+    "ig_path",
+    "quadrature_errors",
+    "attribution_bars",
+    "iris_attributions",
+    "library_curves",
+    "gradient_cost",
+    "mlp_step",
+    "per_op_overhead",
+    "deep_graphs",
     "scalar_vs_tensor",
 ]
 
@@ -39,20 +54,26 @@ def _done(fig: Figure) -> Figure:
 
 @contextmanager
 def _style() -> Iterator[None]:
-    with plt.style.context("default"), plt.rc_context(STYLE):
+    with plt.style.context(["default", STYLE]):  # the course look (basics), only inside the block
         yield
 
 
 def _digraph(rankdir: str) -> graphviz.Digraph:
     return graphviz.Digraph(
-        graph_attr={"rankdir": rankdir, "fontsize": FONT_PT, "fontname": "Helvetica", "nodesep": "0.3",
-                    "ranksep": "0.35"},
+        graph_attr={
+            "rankdir": rankdir,
+            "fontsize": FONT_PT,
+            "fontname": "Helvetica",
+            "nodesep": "0.3",
+            "ranksep": "0.35",
+        },
         node_attr={"fontsize": FONT_PT, "fontname": "Helvetica", "shape": "box", "style": "rounded"},
         edge_attr={"fontsize": FONT_PT, "fontname": "Helvetica"},
     )
 
 
 # ---- chapter 8: inside a real library ---------------------------------------------------
+
 
 def engine_flowchart() -> graphviz.Digraph:
     """What ``grad(f)(x)`` does in an Autograd-style engine: trace with boxes, then sweep back."""
@@ -112,16 +133,16 @@ def trace_diagram(end_node: Any, gradients: bool = False, digits: int = 3) -> gr
         label = node.name
         if gradients:
             label = f"{k}. {node.name}\ngrad {grads[id(node)]:.{digits}f}"
-        dot.node(ids[id(node)], label, style="rounded,filled" if not node.parents else "rounded",
-                 fillcolor="#deebf7")
+        dot.node(ids[id(node)], label, style="rounded,filled" if not node.parents else "rounded", fillcolor="#deebf7")
     for node in order:
         for parent, vjp in zip(node.parents, node.vjps):
             dot.edge(ids[id(node)], ids[id(parent)], label=f" ×{vjp(1.0):.{digits}f}")
     return dot
 
 
-def nested_derivatives(xs: np.ndarray, curves: Mapping[str, Sequence[float]], reference: Sequence[float],
-                       reference_label: str, title: str) -> Figure:
+def nested_derivatives(
+    xs: np.ndarray, curves: Mapping[str, Sequence[float]], reference: Sequence[float], reference_label: str, title: str
+) -> Figure:
     """Several derivative curves over ``xs`` next to a thick grey reference curve."""
     with _style():
         fig, ax = plt.subplots(figsize=(9.5, 4.2))
@@ -137,20 +158,33 @@ def nested_derivatives(xs: np.ndarray, curves: Mapping[str, Sequence[float]], re
 
 # ---- chapter 9: tensors --------------------------------------------------------------------
 
+
 def jacobian_memory(widths: np.ndarray, batch: int = 64, bytes_per: int = 8) -> Figure:
     """Bytes of the Jacobians reverse mode avoids, against those of the VJPs it uses, per layer width."""
-    jac_elementwise = batch * widths**2 * bytes_per          # one n x n Jacobian per example
-    jac_matmul = (batch * widths) * widths**2 * bytes_per     # d(XW)/dW: (batch n) x (n n)
+    jac_elementwise = batch * widths**2 * bytes_per  # one n x n Jacobian per example
+    jac_matmul = (batch * widths) * widths**2 * bytes_per  # d(XW)/dW: (batch n) x (n n)
     vjp_matmul = (2 * batch * widths + widths**2) * bytes_per  # X, G and the result, shape of W
     with _style():
         fig, ax = plt.subplots(figsize=(8, 4.6))
-        ax.loglog(widths, jac_matmul, color="C3", lw=2,
-                  label=rf"Jacobian of $XW$ w.r.t. $W$: ${batch}n \cdot n^2$ entries")
-        ax.loglog(widths, jac_elementwise, color="C1", lw=2,
-                  label=rf"Jacobians of an elementwise op: ${batch} \cdot n^2$ entries")
+        ax.loglog(
+            widths, jac_matmul, color="C3", lw=2, label=rf"Jacobian of $XW$ w.r.t. $W$: ${batch}n \cdot n^2$ entries"
+        )
+        ax.loglog(
+            widths,
+            jac_elementwise,
+            color="C1",
+            lw=2,
+            label=rf"Jacobians of an elementwise op: ${batch} \cdot n^2$ entries",
+        )
         ax.loglog(widths, vjp_matmul, color="C0", lw=2, label=r"VJP of $XW$: arrays $X$, $G$, $\bar W$")
-        ax.loglog(widths, batch * widths * bytes_per, "--", color="C2", lw=2,
-                  label=rf"VJP of an elementwise op: ${batch}n$ entries")
+        ax.loglog(
+            widths,
+            batch * widths * bytes_per,
+            "--",
+            color="C2",
+            lw=2,
+            label=rf"VJP of an elementwise op: ${batch}n$ entries",
+        )
         ax.axhline(16e9, color="k", lw=1, ls=":")
         ax.text(12, 3e10, "16 GB of memory", fontsize=9)
         ax.set_xlabel("layer width $n$")
@@ -199,8 +233,10 @@ def unbroadcast_picture(G: np.ndarray, grads: Mapping[tuple[int, ...], np.ndarra
             _arrow(ax, 17.5, 20.5, how[len(shape)])
             _cells(ax, 21, 4, rows, cols, "#fd8d3c", np.reshape(grad, (rows, cols)))
             ax.text(21 + cols / 2, 4.35, f"operand.grad {np.shape(grad)}", ha="center", fontsize=10)
-            ax.set_title(f"a {'bias' if len(shape) == 1 else 'column'} of shape {shape} added to X of shape {G.shape}",
-                         fontsize=11)
+            ax.set_title(
+                f"a {'bias' if len(shape) == 1 else 'column'} of shape {shape} added to X of shape {G.shape}",
+                fontsize=11,
+            )
             ax.set_xlim(-0.5, 24.5)
             ax.set_ylim(-0.5, 5.2)
             ax.set_aspect("equal")
@@ -210,6 +246,7 @@ def unbroadcast_picture(G: np.ndarray, grads: Mapping[tuple[int, ...], np.ndarra
 
 
 # ---- chapter 10: neural networks -------------------------------------------------------------
+
 
 def iris_scatter(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str], target_names: Sequence[str]) -> Figure:
     """Sepals and petals of the Iris flowers, one marker per species."""
@@ -227,16 +264,23 @@ def iris_scatter(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str], tar
     return _done(fig)
 
 
-def training_curves(step_losses: Sequence[float], train_acc: Sequence[float], test_acc: Sequence[float],
-                    lr: float) -> Figure:
+def training_curves(
+    step_losses: Sequence[float], train_acc: Sequence[float], test_acc: Sequence[float], lr: float
+) -> Figure:
     """Minibatch losses with their epoch means, and accuracy after each epoch."""
     epochs = len(train_acc)
     steps_per_epoch = len(step_losses) // epochs
     epoch_losses = np.reshape(step_losses, (epochs, steps_per_epoch)).mean(axis=1)
     with _style():
         fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10.5, 4.2))
-        ax_loss.plot(np.arange(1, len(step_losses) + 1) / steps_per_epoch, step_losses, lw=0.6,
-                     color="C0", alpha=0.45, label="loss of each minibatch")
+        ax_loss.plot(
+            np.arange(1, len(step_losses) + 1) / steps_per_epoch,
+            step_losses,
+            lw=0.6,
+            color="C0",
+            alpha=0.45,
+            label="loss of each minibatch",
+        )
         ax_loss.plot(np.arange(1, epochs + 1), epoch_losses, lw=2, color="C0", label="mean over the epoch")
         ax_loss.axhline(np.log(3), color="0.4", ls=":", label=r"$\log 3$ (uniform guess)")
         ax_loss.set_yscale("log")
@@ -271,6 +315,7 @@ def loss_gap(gap: np.ndarray) -> Figure:
 
 # ---- chapter 12: integrated gradients --------------------------------------------------------
 
+
 def ig_path(alphas: np.ndarray, values: np.ndarray, grads: np.ndarray) -> Figure:
     """The output and each partial derivative along the straight path from the baseline."""
     with _style():
@@ -292,19 +337,27 @@ def ig_path(alphas: np.ndarray, values: np.ndarray, grads: np.ndarray) -> Figure
     return _done(fig)
 
 
-def quadrature_errors(step_counts: np.ndarray, errors: Mapping[str, Mapping[int, float]],
-                      trapezoid_bias: Sequence[float], rise: float) -> Figure:
+def quadrature_errors(
+    step_counts: np.ndarray, errors: Mapping[str, Mapping[int, float]], trapezoid_bias: Sequence[float], rise: float
+) -> Figure:
     """Completeness error of each quadrature rule against the number of steps, log-log."""
-    styles = {"riemann_left": ("C0", "v"), "riemann_right": ("C1", "^"), "riemann_middle": ("C2", "o"),
-              "riemann_trapezoid": ("C4", "s"), "gausslegendre": ("C3", "D")}
+    styles = {
+        "riemann_left": ("C0", "v"),
+        "riemann_right": ("C1", "^"),
+        "riemann_middle": ("C2", "o"),
+        "riemann_trapezoid": ("C4", "s"),
+        "gausslegendre": ("C3", "D"),
+    }
     with _style():
         fig, ax = plt.subplots(figsize=(11, 5.2))
         for method, (color, marker) in styles.items():
             err = np.array([errors[method][int(m)] for m in step_counts])
-            ax.loglog(step_counts, np.where(err > 0, err, np.nan), marker=marker, color=color, ms=4, lw=1.3,
-                      label=method)
-        ax.loglog(step_counts, trapezoid_bias, "--", color="C4", lw=1.5,
-                  label="trapezoid with weights 1/m (Captum, alibi)")
+            ax.loglog(
+                step_counts, np.where(err > 0, err, np.nan), marker=marker, color=color, ms=4, lw=1.3, label=method
+            )
+        ax.loglog(
+            step_counts, trapezoid_bias, "--", color="C4", lw=1.5, label="trapezoid with weights 1/m (Captum, alibi)"
+        )
         ax.loglog(step_counts, 0.03 / step_counts, ":", color="0.3", lw=1.2)
         ax.loglog(step_counts, 2e-4 / step_counts**2, ":", color="0.3", lw=1.2)
         ax.text(150, 0.03 / 150 * 0.3, r"slope $-1$", fontsize=9)
@@ -328,8 +381,9 @@ def attribution_bars(splits: Mapping[str, np.ndarray], rise: float) -> Figure:
         fig, ax = plt.subplots(figsize=(8.5, 5.0))
         width = 0.26
         for k, (name, color) in enumerate(zip(splits, ["0.7", "0.45", "C3"])):
-            bars = ax.bar(np.arange(3) + (k - 1) * width, [*splits[name], splits[name].sum()], width,
-                          color=color, label=name)
+            bars = ax.bar(
+                np.arange(3) + (k - 1) * width, [*splits[name], splits[name].sum()], width, color=color, label=name
+            )
             ax.bar_label(bars, fmt="%.3f", fontsize=8, padding=2)
         ax.axhline(rise, color="C0", ls="--", lw=1.5, label=f"F(x) - F(x') = {rise:.4f} m")
         ax.set_xticks(np.arange(3), ["speed $v$", r"angle $\theta$", "sum"])
@@ -341,8 +395,13 @@ def attribution_bars(splits: Mapping[str, np.ndarray], rise: float) -> Figure:
     return _done(fig)
 
 
-def iris_attributions(attributions: Mapping[int, np.ndarray], feature_names: Sequence[str],
-                      target_names: Sequence[str], predicted: int, title: str) -> Figure:
+def iris_attributions(
+    attributions: Mapping[int, np.ndarray],
+    feature_names: Sequence[str],
+    target_names: Sequence[str],
+    predicted: int,
+    title: str,
+) -> Figure:
     """IG attributions of one flower's logits, one panel per target class."""
     labels = [name.replace("_cm", "").replace("_", "\n") for name in feature_names]
     with _style():
@@ -363,12 +422,15 @@ def iris_attributions(attributions: Mapping[int, np.ndarray], feature_names: Seq
 
 # ---- chapter 13: PyTorch and JAX ---------------------------------------------------------------
 
-def library_curves(xs: np.ndarray, curves: Mapping[str, Sequence[np.ndarray]],
-                   exact: Sequence[np.ndarray]) -> Figure:
+
+def library_curves(xs: np.ndarray, curves: Mapping[str, Sequence[np.ndarray]], exact: Sequence[np.ndarray]) -> Figure:
     """f, f' and f'' from each library on a grid, and each library's largest error against ``exact``."""
     titles = ["$f(x) = \\sin(3x)\\,e^{-x^2/4}$", "$f'(x)$", "$f''(x)$"]
-    styles = [dict(ls="-", lw=2), dict(ls="none", marker="o", ms=5, mfc="none", markevery=4),
-              dict(ls="none", marker="x", ms=5, markevery=(2, 4))]
+    styles = [
+        dict(ls="-", lw=2),
+        dict(ls="none", marker="o", ms=5, mfc="none", markevery=4),
+        dict(ls="none", marker="x", ms=5, markevery=(2, 4)),
+    ]
     with _style():
         fig, axes = plt.subplots(2, 2, figsize=(11, 7))
         for k, (ax, title) in enumerate(zip(axes.flat, titles)):
@@ -394,6 +456,7 @@ def library_curves(xs: np.ndarray, curves: Mapping[str, Sequence[np.ndarray]],
 
 # ---- chapter 14: how fast is it? --------------------------------------------------------
 
+
 def _array(values: Sequence[float | None]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
@@ -407,8 +470,15 @@ def gradient_cost(cost: Mapping[str, Any]) -> Figure:
         ax.loglog(ns, ratio["forward mode"], "s-", color="C1", label="forward mode: $n$ passes with Dual numbers")
         ax.loglog(ns, ratio["central differences"], "o-", color="C0", label="central differences: $2n$ evaluations")
         ax.loglog(ns, ratio["reverse mode"], "^-", color="C2", label="reverse mode: Value, one backward()")
-        ax.loglog(ns, ratio["taped forward"], "^:", color="C2", alpha=0.6, mfc="none",
-                  label="reverse mode, recording pass alone")
+        ax.loglog(
+            ns,
+            ratio["taped forward"],
+            "^:",
+            color="C2",
+            alpha=0.6,
+            mfc="none",
+            label="reverse mode, recording pass alone",
+        )
         ax.loglog(ns, 2 * ns, "--", color="0.5", lw=1, label="$2n$ (slope 1)")
         ax.set_xlabel("number of inputs $n$")
         ax.set_ylabel("gradient time / time of $f$ on floats")
@@ -436,7 +506,7 @@ def mlp_step(mlp: Mapping[str, Any]) -> Figure:
 
 def per_op_overhead(per_op: Mapping[str, float]) -> Figure:
     """Microseconds per tiny multiplication, forward and backward, per engine (log scale)."""
-    names = sorted(per_op, key=per_op.get)
+    names = sorted(per_op, key=lambda name: per_op[name])
     colours = ["0.6" if "no AD" in name else ("C2" if "course_lib" in name else "C0") for name in names]
     with _style():
         fig, ax = plt.subplots(figsize=(7.4, 3.8))
@@ -467,8 +537,13 @@ def deep_graphs(deep: Mapping[str, Any]) -> Figure:
         ax.loglog(depth, 1e-6 * depth, ":", color="0.5", label="1 µs per node (slope 1)")
         if fails and fails["depth"]:
             ax.axvline(fails["depth"], color="C3", lw=1)
-            ax.text(fails["depth"] * 1.2, 2e-5, f"micrograd:\nRecursionError\nat depth {fails['depth']:,}",
-                    color="C3", fontsize=9)
+            ax.text(
+                fails["depth"] * 1.2,
+                2e-5,
+                f"micrograd:\nRecursionError\nat depth {fails['depth']:,}",
+                color="C3",
+                fontsize=9,
+            )
         ax.set_xlabel("depth $d$ of the chain (nodes)")
         ax.set_ylabel("CPU seconds")
         ax.set_title("Time against graph depth")
@@ -480,8 +555,12 @@ def deep_graphs(deep: Mapping[str, Any]) -> Figure:
 def scalar_vs_tensor(svt: Mapping[str, Any]) -> Figure:
     """Seconds per gradient of a dot product against the vector length, per engine."""
     dims = np.array(svt["n"])
-    styles = {"course_lib (Value)": ("^-", "C2"), "course_lib (Tensor)": ("o-", "C1"),
-              "PyTorch eager": ("s-", "C0"), "NumPy forward only": ("x:", "0.4")}
+    styles = {
+        "course_lib (Value)": ("^-", "C2"),
+        "course_lib (Tensor)": ("o-", "C1"),
+        "PyTorch eager": ("s-", "C0"),
+        "NumPy forward only": ("x:", "0.4"),
+    }
     with _style():
         fig, ax = plt.subplots(figsize=(7.2, 4.6))
         for name, seconds in svt["seconds"].items():
