@@ -2,7 +2,7 @@
 
 :mod:`course_lib.physics` writes the ball's height at the hoop as one closed formula. With
 air drag there is no such formula, so here the flight is *simulated*: the state
-``(x, y, vx, vy)`` is advanced in small time steps ``dt`` under gravity and quadratic drag,
+``(x, y, vx, vy)`` is advanced in small time steps ``dt`` under gravity and quadratic drag::
 
     dvx/dt = -k |v| vx,        dvy/dt = -g - k |v| vy,        |v| = sqrt(vx^2 + vy^2),
 
@@ -287,7 +287,7 @@ def fit_shot_with_drag(
     dt: float = DT,
 ) -> ShotHistory:
     """Gradient descent on ``(hoop_height - HOOP[1])^2`` over ``(v, theta)`` at drag ``k``,
-    until ``|y - HOOP[1]| < tol`` or ``max_steps`` steps (like :func:`physics.fit_shot`).
+    until ``|y - HOOP[1]| < tol`` or ``max_steps`` steps (like :func:`course_lib.physics.fit_shot`).
 
     Every step runs the whole simulation with the engine and backpropagates through it.
     """

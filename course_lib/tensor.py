@@ -821,7 +821,8 @@ class Op:
 OPS: dict[str, Op] = {}
 """op name -> :class:`Op`. A rule returns ``g`` itself, a view of ``g`` or a new Tensor,
 never one it keeps elsewhere (the backward pass adds into new ones in place)."""
-VJP_RULES = OPS  # the name the chapters use for the table
+VJP_RULES = OPS
+"""The op table under the name the chapters use for it (the same dict as :data:`OPS`)."""
 
 
 def defvjp(
@@ -835,7 +836,7 @@ def defvjp(
     """Register ``op`` in the table: its VJP rules, one per argument, in argument order.
 
     ``order=1`` declares rules written with NumPy (first derivatives only). ``call``
-    defaults to the Tensor method or :mod:`operator` function of that name, ``sample`` to
+    defaults to the Tensor method or ``operator`` module's function of that name, ``sample`` to
     arguments that broadcast against each other with values in [-2, 2], and ``torch`` to
     PyTorch's function of the same name. Every registered op is checked by the op-table
     test (gradients, second derivatives, PyTorch), so a wrong rule cannot go unnoticed.
