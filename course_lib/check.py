@@ -19,6 +19,8 @@ import numpy as np
 
 from course_lib.scalar import Value
 
+__all__ = ["GradcheckError", "numerical_grad", "gradcheck"]
+
 
 class GradcheckError(AssertionError):
     """The AD gradient and the finite-difference gradient disagree."""

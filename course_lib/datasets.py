@@ -7,6 +7,8 @@ from importlib import resources
 
 import numpy as np
 
+__all__ = ["load_iris"]
+
 
 def load_iris() -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """Fisher's Iris data: 150 flowers, 50 of each of three species.

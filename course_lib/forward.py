@@ -22,6 +22,8 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Union
 
+__all__ = ["Dual", "sin", "cos", "exp", "log", "tanh", "jvp", "derivative"]
+
 Scalar = Union["Dual", float]
 _fresh_tags = itertools.count(1)  # tag 0: a Dual you make yourself, the outermost level
 
@@ -171,18 +173,22 @@ def _real_power(a: Scalar, b: Scalar) -> Scalar:
 
 
 def sin(x: Scalar) -> Scalar:
+    """``sin`` of a number, or of a Dual (carrying its tangent along)."""
     return x.sin() if isinstance(x, Dual) else math.sin(x)
 
 
 def cos(x: Scalar) -> Scalar:
+    """``cos`` of a number, or of a Dual (carrying its tangent along)."""
     return x.cos() if isinstance(x, Dual) else math.cos(x)
 
 
 def exp(x: Scalar) -> Scalar:
+    """``exp`` of a number, or of a Dual (carrying its tangent along)."""
     return x.exp() if isinstance(x, Dual) else math.exp(x)
 
 
 def log(x: Scalar) -> Scalar:
+    """``log`` of a positive number, or of a Dual (carrying its tangent along)."""
     if isinstance(x, Dual):
         return x.log()
     if x <= 0:
@@ -191,6 +197,7 @@ def log(x: Scalar) -> Scalar:
 
 
 def tanh(x: Scalar) -> Scalar:
+    """``tanh`` of a number, or of a Dual (carrying its tangent along)."""
     return x.tanh() if isinstance(x, Dual) else math.tanh(x)
 
 

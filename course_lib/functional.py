@@ -34,6 +34,8 @@ import numpy as np
 
 from course_lib.tensor import Tensor, gradients, record, set_grad_enabled, stack
 
+__all__ = ["value_and_grad", "grad", "vjp", "jvp", "jacobian", "hessian"]
+
 ArgNum = int | Sequence[int]
 
 

@@ -24,6 +24,28 @@ from operator import attrgetter
 
 from course_lib.toposort import postorder
 
+__all__ = [
+    "Node",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "log",
+    "sin",
+    "cos",
+    "exp",
+    "topological_order_forward",
+    "topological_order_reverse",
+    "forward",
+    "reverse",
+    "evaluation_order",
+    "node_names",
+    "evaluation_trace",
+    "tangent_table",
+    "adjoint_table",
+    "format_table",
+]
+
 _creation_counter = itertools.count()
 _parents_of = attrgetter("parent_nodes")
 _children_of = attrgetter("child_nodes")
@@ -81,21 +103,25 @@ def _new_node(operator: str, parents: list[Node], value: float, grad_wrt_parents
 
 
 def add(a: Node | float, b: Node | float) -> Node:
+    """The node ``a + b``; its local derivatives are 1 and 1."""
     a, b = _as_node(a, "add"), _as_node(b, "add")
     return _new_node("add", [a, b], a.value + b.value, [1.0, 1.0])
 
 
 def sub(a: Node | float, b: Node | float) -> Node:
+    """The node ``a - b``; its local derivatives are 1 and -1."""
     a, b = _as_node(a, "sub"), _as_node(b, "sub")
     return _new_node("sub", [a, b], a.value - b.value, [1.0, -1.0])
 
 
 def mul(a: Node | float, b: Node | float) -> Node:
+    """The node ``a * b``; its local derivatives are ``b`` and ``a``."""
     a, b = _as_node(a, "mul"), _as_node(b, "mul")
     return _new_node("mul", [a, b], a.value * b.value, [b.value, a.value])
 
 
 def div(a: Node | float, b: Node | float) -> Node:
+    """The node ``a / b``; its local derivatives are ``1/b`` and ``-a/b**2``."""
     a, b = _as_node(a, "div"), _as_node(b, "div")
     if b.value == 0:
         raise ZeroDivisionError("div(a, b) with b.value == 0: the quotient and its derivatives are undefined.")
@@ -103,6 +129,7 @@ def div(a: Node | float, b: Node | float) -> Node:
 
 
 def log(a: Node | float) -> Node:
+    """The node ``log(a)`` for ``a > 0``; its local derivative is ``1/a``."""
     a = _as_node(a, "log")
     if a.value <= 0:
         raise ValueError(f"log() needs a positive input, got {a.value}.")
@@ -110,16 +137,19 @@ def log(a: Node | float) -> Node:
 
 
 def sin(a: Node | float) -> Node:
+    """The node ``sin(a)``; its local derivative is ``cos(a)``."""
     a = _as_node(a, "sin")
     return _new_node("sin", [a], math.sin(a.value), [math.cos(a.value)])
 
 
 def cos(a: Node | float) -> Node:
+    """The node ``cos(a)``; its local derivative is ``-sin(a)``."""
     a = _as_node(a, "cos")
     return _new_node("cos", [a], math.cos(a.value), [-math.sin(a.value)])
 
 
 def exp(a: Node | float) -> Node:
+    """The node ``exp(a)``; its local derivative is ``exp(a)``."""
     a = _as_node(a, "exp")
     value = math.exp(a.value)
     return _new_node("exp", [a], value, [value])

@@ -23,6 +23,16 @@ from numpy.typing import ArrayLike
 
 from course_lib.tensor import Tensor, gradients, stack
 
+__all__ = [
+    "METHODS",
+    "GRAD_METHODS",
+    "quadrature",
+    "path_points",
+    "batched",
+    "integrated_gradients",
+    "completeness_errors",
+]
+
 #: The quadrature rules of :func:`integrated_gradients` (``method=``), see :func:`quadrature`.
 METHODS = ("riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre")
 GRAD_METHODS = ("ad", "fd")

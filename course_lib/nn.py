@@ -12,6 +12,8 @@ import numpy as np
 
 from course_lib.tensor import Tensor, affine
 
+__all__ = ["Module", "Linear", "MLP", "cross_entropy", "SGD"]
+
 RNG = int | np.random.Generator | None
 """A seed or a NumPy Generator (``np.random.default_rng`` accepts both)."""
 

@@ -15,6 +15,8 @@ import ast
 import importlib
 from types import ModuleType
 
+__all__ = ["optional_import"]
+
 _PACKAGES = {"torch": "PyTorch", "jax": "JAX"}
 _missing_names: set[str] = set()  # names that are unavailable in this kernel
 _reported: set[str] = set()  # top-level packages already reported as missing

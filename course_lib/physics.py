@@ -20,6 +20,19 @@ from numpy.typing import ArrayLike
 
 from course_lib.tensor import Tensor
 
+__all__ = [
+    "G",
+    "HOOP",
+    "START_SHOT",
+    "LEARNING_RATE",
+    "height_at",
+    "shot_height",
+    "hoop_loss",
+    "trajectory",
+    "ShotHistory",
+    "fit_shot",
+]
+
 Values = ArrayLike | Tensor
 """A number, an array of them or a Tensor: what the functions below accept."""
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from course_lib.toposort import interior_postorder, postorder
 
+__all__ = ["Value"]
+
 _parents_of = attrgetter("_parents")
 
 

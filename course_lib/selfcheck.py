@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["check"]
+
 RIGHT, WRONG = "✔", "✘"
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+__all__ = ["postorder_recursive", "postorder", "interior_postorder", "child_count_order"]
+
 N = TypeVar("N")
 Successors = Callable[[N], Iterable[N]]
 

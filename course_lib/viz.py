@@ -34,6 +34,8 @@ import numpy as np
 from course_lib.graph import evaluation_order, node_names
 from course_lib.toposort import postorder
 
+__all__ = ["draw_graph"]
+
 FONT_SIZE = "14"  # points; the book's body text is 12 pt (16 px)
 HIGHLIGHT = "#ffd27f"  # fill of the node a sweep is working on
 
