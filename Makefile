@@ -37,7 +37,7 @@ PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
 .PHONY: book test setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
-        nodejs mathjax release roster autograde \
+        nodejs mathjax release roster autograde lint \
         configure lock dist publish instructor-only clean help
 
 help:
@@ -50,6 +50,7 @@ help:
 	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
+	@echo "make lint   - ruff and mypy (make test runs it)"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup sandbox $(ORACLE_STAMP)
@@ -143,11 +144,16 @@ book: setup
 	@time $(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "==> book: open _build/html/index.html"
 
-test: instructor-only setup-test setup-instructor
+test: instructor-only setup-test setup-instructor lint
 	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
 	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  -o python_files='test_*.py' -q -rfEs
+
+# ruff (lint and format) and mypy, configured in pyproject.toml; `make test` runs it first.
+lint: setup
+	@echo "==> lint: ruff check, ruff format --check, mypy"
+	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . && $(BIN)/mypy
 
 # nbgrader --force replaces exercises/<assignment>/ whole. Anything in it that git does not
 # have as committed (a student's answers, a file they saved there) is copied to backups/ first.
