@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mathjax_assets import ensure_mathjax
-from test_book import ROOT
+from paths import ROOT
 
 BIN = Path(sys.executable).parent
 

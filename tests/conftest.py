@@ -5,11 +5,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 # The maintainer scripts in tools/ (course identity, publishing, MathJax) are imported by tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))
 # The instructor's grading package (course_grader/) is not installed: it is imported from the root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(ROOT))
 
 from built_site import built_book  # noqa: E402
 

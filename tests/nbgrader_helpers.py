@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 

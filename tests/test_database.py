@@ -5,10 +5,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from course_grader.database import RosterError, course_config, gradebook_url, import_roster, read_roster
 from nbgrader.api import Gradebook
 from postgres import postgres  # noqa: F401  (the fixture)
-from test_release import MAKE_ENV, make
+from commands import MAKE_ENV, make
+
+from course_grader.database import RosterError, course_config, gradebook_url, import_roster, read_roster
 
 ROOT = Path(__file__).resolve().parents[1]
 PS = "ps01_finite_differences"

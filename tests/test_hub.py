@@ -13,7 +13,6 @@ that role's extensions; the instructor's formgrader reads the PostgreSQL gradebo
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 import os
 import pwd
 import re
@@ -24,6 +23,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat

@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 BIN = Path(sys.executable).parent
 COURSE_ID = "autodiff-from-scratch"
 

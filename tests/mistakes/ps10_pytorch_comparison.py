@@ -1,4 +1,4 @@
-"""Typical mistakes in ps10 (one model in course_lib and PyTorch), for ``tests/test_assignments.py``.
+"""Typical mistakes in ps10 (one model in course_lib and PyTorch), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
 test cells must then score zero and what their failing assert (or the engine's error) must tell the

@@ -7,13 +7,12 @@ import importlib
 import inspect
 import pkgutil
 import re
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 import course_lib
 
-ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(
     name
     for info in pkgutil.iter_modules(course_lib.__path__)

@@ -12,7 +12,7 @@ checkout instead of GitHub (a plain, non-editable install, as in Colab). Chapter
 end; student notebooks run their visible tests with the solution filled in.
 
 Takes a few minutes (the environment is built once per module; pip uses its cache). Run alone with
-``pytest tests/test_colab_path.py -n 0 -p no:cacheprovider``.
+``pytest tests/book/test_colab_path.py -n 0 -p no:cacheprovider``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
-from test_book import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
+from paths import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
 # Assignments that compare with PyTorch cannot run without it: their Tools cell says what to install.

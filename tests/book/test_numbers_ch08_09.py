@@ -11,12 +11,12 @@ course_lib, the executed notebooks really printing them, and the chapters' teach
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 from notebook_text import markdown, printed, tagged
+from paths import BOOK
 
 from course_lib import nn, tensor
 from course_lib.check import numerical_grad
@@ -24,7 +24,6 @@ from course_lib.functional import grad, hessian
 from course_lib.tensor import Tensor
 from course_lib.toposort import child_count_order
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
 CH08 = BOOK / "08_inside_a_library.ipynb"
 CH09 = BOOK / "09_tensors.ipynb"
 

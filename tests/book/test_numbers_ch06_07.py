@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from notebook_text import shown, tagged
+from paths import ROOT
 
 from course_lib import toposort
 from course_lib.check import GradcheckError, gradcheck, numerical_grad
 from course_lib.scalar import Value
 
-ROOT = Path(__file__).resolve().parents[1]
 CH06 = ROOT / "book" / "06_topological_order.ipynb"
 CH07 = ROOT / "book" / "07_optimisation.ipynb"
 

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 from notebook_text import printed, tagged
+from paths import BOOK
 
 from course_lib.check import numerical_grad
 from course_lib.forward import Dual, derivative
 from course_lib.scalar import Value
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "book" / "01_derivatives_three_ways.ipynb"
+NOTEBOOK = BOOK / "01_derivatives_three_ways.ipynb"
 X0 = 6.0
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 from notebook_text import printed, tagged
+from paths import BOOK
 
 from course_lib.datasets import load_iris
 from course_lib.forward import jvp as forward_jvp
@@ -25,7 +25,6 @@ from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.scalar import Value
 from course_lib.tensor import no_grad
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
 CH10 = BOOK / "10_neural_networks.ipynb"
 CH13 = BOOK / "13_pytorch_and_jax.ipynb"
 SPLIT_SEED, EPOCHS, BATCH, LR = 4, 100, 16, 0.1

@@ -8,15 +8,14 @@ import copy
 import json
 import sys
 import types
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
+from paths import ROOT
 
 from course_grader.database import course_config
 
-ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 
 

@@ -5,12 +5,12 @@ teaching version (the cell tagged ``teaching-version``) checked against the engi
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 from notebook_text import markdown, printed, shown, tagged
+from paths import ROOT
 
 from course_lib import ig, simulate
 from course_lib.check import numerical_grad
@@ -20,7 +20,6 @@ from course_lib.physics import HOOP, START_SHOT, fit_shot, height_at, shot_heigh
 from course_lib.simulate import DRAG, DT, drag_shot_height, graph_size, hoop_height
 from course_lib.tensor import Tensor, no_grad
 
-ROOT = Path(__file__).resolve().parents[1]
 CH11 = ROOT / "book" / "11_differentiable_physics.ipynb"
 CH12 = ROOT / "book" / "12_integrated_gradients.ipynb"
 PS07_LINK = "../exercises/ps07_integrated_gradients/ps07_integrated_gradients.ipynb"

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from notebook_text import printed, shown, tagged
+from paths import ROOT
 
 from course_lib import graph
 from course_lib.graph import Node, add, log, mul, sin, sub
 from course_lib.scalar import Value
 
-ROOT = Path(__file__).resolve().parents[1]
 CH04 = ROOT / "book" / "04_reverse_mode.ipynb"
 CH05 = ROOT / "book" / "05_scalar_engine.ipynb"
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 from notebook_text import markdown, tagged
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("0[1-7]_*.ipynb"))
 EXERCISE = re.compile(r"^:::\{exercise\}\n:label: (\S+)\n", re.M)
 SOLUTION = re.compile(r"^:::\{solution\} (\S+)\n:class: dropdown\n(.*?)^:::$", re.M | re.S)

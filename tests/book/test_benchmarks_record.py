@@ -11,14 +11,13 @@ import importlib.util
 import json
 import math
 from importlib import resources
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 from notebook_text import markdown, printed, shown, tagged
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "14_performance.ipynb"
 SECTIONS = {"meta", "gradient_cost", "mlp", "per_op", "deep_graphs", "scalar_vs_tensor", "scalar_mlp", "memory"}
 

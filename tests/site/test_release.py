@@ -18,23 +18,12 @@ import nbformat
 import publish  # tools/publish.py
 import pytest
 import yaml
+from commands import make
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from test_book import ROOT
+from paths import ROOT
 
 # A newcomer's shell: no virtual environment active, the course's .venv not on PATH.
-MAKE_ENV = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}}
-MAKE_ENV["PATH"] = os.pathsep.join(
-    p for p in os.environ["PATH"].split(os.pathsep) if p and not Path(p).resolve().is_relative_to(ROOT)
-)
-
-
-def make(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=cwd, env=env or MAKE_ENV, capture_output=True, text=True
-    )
-
-
 # -- one identity --------------------------------------------------------------------------------
 
 

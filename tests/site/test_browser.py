@@ -12,7 +12,7 @@ Screenshots for review are saved as ``_build/screenshots/*.png``.
 Needs Chromium and its driver (Debian: ``apt-get install chromium chromium-driver``) and Selenium
 (``pip install -r requirements-browser.txt``); without them the browser tests skip locally and
 fail in CI (``CI`` set), where ``.ci/run`` installs them. Run alone with
-``pytest tests/test_browser.py -n 0 -p no:cacheprovider``.
+``pytest tests/site/test_browser.py -n 0 -p no:cacheprovider``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 import nbformat
 import pytest
 from built_site import html_path
-from test_book import PAGES, ROOT
+from paths import PAGES, ROOT
 
 try:
     from selenium import webdriver

@@ -4,16 +4,15 @@ and the chapters' inline teaching versions checked against course_lib."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from notebook_text import shown, tagged
+from paths import ROOT
 
 from course_lib import forward, graph
 from course_lib.graph import Node
 
-ROOT = Path(__file__).resolve().parents[1]
 CH02 = ROOT / "book" / "02_computational_graphs.ipynb"
 CH03 = ROOT / "book" / "03_forward_mode.ipynb"
 
