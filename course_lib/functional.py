@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.tensor import Tensor, gradients, record, set_grad_enabled, stack
+from course_lib.sweep import gradients
+from course_lib.tensor import Tensor, record, set_grad_enabled, stack
 
 __all__ = ["value_and_grad", "grad", "vjp", "jvp", "jacobian", "hessian"]
 

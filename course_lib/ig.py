@@ -21,7 +21,8 @@ from numbers import Integral
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_lib.tensor import Tensor, gradients, stack
+from course_lib.sweep import gradients
+from course_lib.tensor import Tensor, stack
 
 __all__ = [
     "METHODS",
