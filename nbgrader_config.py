@@ -6,6 +6,7 @@ nbgrader commands from there. Source notebooks (with solutions and hidden tests)
 ``submitted/``, ``autograded/`` and ``feedback/`` and the gradebook to ``gradebook.db`` (or DB_URL);
 all four are git-ignored.
 """
+
 import os
 import sys
 

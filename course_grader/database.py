@@ -7,6 +7,7 @@ student once, so graders working in parallel never race to create the same stude
 
     python -m course_grader.database roster students.csv    (what `make roster` runs)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,19 @@ def gradebook_url(url: str | None, root: Path | str = ROOT) -> str:
     try:
         parsed = make_url(url.strip())
     except ArgumentError:
-        raise ValueError(f"DB_URL={url!r} is not a database URL. Use e.g. "
-                         f"{PSYCOPG3}://user:password@host/autodiff or sqlite:///path/gradebook.db") from None
+        raise ValueError(
+            f"DB_URL={url!r} is not a database URL. Use e.g. "
+            f"{PSYCOPG3}://user:password@host/autodiff or sqlite:///path/gradebook.db"
+        ) from None
     if parsed.drivername in {"postgresql", "postgres"}:
         parsed = parsed.set(drivername=PSYCOPG3)
     elif parsed.drivername.startswith("postgresql+") and parsed.drivername != PSYCOPG3:
         driver = parsed.drivername.split("+", 1)[1]
-        raise ValueError(f"DB_URL asks for the PostgreSQL driver {driver!r}, which the course does not "
-                         f"install. Write {PSYCOPG3}://... (or postgresql://...): psycopg 3 comes "
-                         "with requirements-instructor.txt (make setup-instructor).")
+        raise ValueError(
+            f"DB_URL asks for the PostgreSQL driver {driver!r}, which the course does not "
+            f"install. Write {PSYCOPG3}://... (or postgresql://...): psycopg 3 comes "
+            "with requirements-instructor.txt (make setup-instructor)."
+        )
     return parsed.render_as_string(hide_password=False)
 
 
@@ -53,6 +58,7 @@ def course_config(root: Path = ROOT):
 
 
 # -- the class list ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Student:
@@ -88,11 +94,15 @@ def read_roster(path: Path, id_column: str | None = None) -> list[Student]:
     id_col = header.get(id_column.strip().lower()) if id_column else _pick(header, ID_COLUMNS)
     if id_col is None:
         wanted = repr(id_column) if id_column else "one of " + ", ".join(repr(n) for n in ID_COLUMNS)
-        raise RosterError(f"{path}: no student id column ({wanted}); its columns are {list(columns)}. "
-                          "Name the column with the login students use on the hub: --id-column NAME.")
+        raise RosterError(
+            f"{path}: no student id column ({wanted}); its columns are {list(columns)}. "
+            "Name the column with the login students use on the hub: --id-column NAME."
+        )
     first, last = _pick(header, FIRST_COLUMNS), _pick(header, LAST_COLUMNS)
     full, email = header.get(FULL_NAME_COLUMN), _pick(header, EMAIL_COLUMNS)
-    students, problems, seen = [], [], {}
+    students: list[Student] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
     for line, row in enumerate(rows, start=2):
         sid = (row.get(id_col) or "").strip()
         if not sid:
@@ -101,8 +111,10 @@ def read_roster(path: Path, id_column: str | None = None) -> list[Student]:
             problems.append(f"line {line}: empty {id_col!r}")
             continue
         if any(ch in sid for ch in "/+*\\") or sid.startswith(".") or any(ch.isspace() for ch in sid):
-            problems.append(f"line {line}: {sid!r} cannot be a student id (it names folders and "
-                            "exchange files: no spaces, '/', '\\', '+', '*' or leading '.')")
+            problems.append(
+                f"line {line}: {sid!r} cannot be a student id (it names folders and "
+                "exchange files: no spaces, '/', '\\', '+', '*' or leading '.')"
+            )
             continue
         if sid in seen:
             problems.append(f"line {line}: {sid!r} again (first on line {seen[sid]})")
@@ -144,8 +156,11 @@ def import_roster(students: list[Student], db_url: str, course_id: str) -> dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_grader.database", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m course_grader.database",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     roster = commands.add_parser("roster", help="import the LMS's class list (CSV) into the gradebook")
     roster.add_argument("csv", type=Path)

@@ -12,6 +12,7 @@ links: collect runs as the instructor and would copy what a link points to). Eve
 is copied to ``quarantine/`` in the course root for a human, and collect exits with an error
 naming it. Enabled by ``c.ExchangeFactory.collect`` in nbgrader_config.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,16 +63,22 @@ class OwnerCheckedCollect(ExchangeCollect):
 
     def copy_files(self):
         pattern = f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"
-        forged = [record for record in map(self._path_to_record, Path(self.inbound_path).glob(pattern))
-                  if not record["genuine"]]
+        forged = [
+            record
+            for record in map(self._path_to_record, Path(self.inbound_path).glob(pattern))
+            if not record["genuine"]
+        ]
         self.src_records = [record for record in self.src_records if record["genuine"]]
         self.tampered: list[str] = []
         super().copy_files()
-        problems = [self._quarantine(record["filename"], "is not owned by the student it names")
-                    for record in forged] + self.tampered
+        problems = [
+            self._quarantine(record["filename"], "is not owned by the student it names") for record in forged
+        ] + self.tampered
         if problems:
-            self.fail("collect refused what a student cannot have handed in themselves (copies in "
-                      f"{self._quarantine_root()}); every other hand-in is collected:\n  " + "\n  ".join(problems))
+            self.fail(
+                "collect refused what a student cannot have handed in themselves (copies in "
+                f"{self._quarantine_root()}); every other hand-in is collected:\n  " + "\n  ".join(problems)
+            )
 
     def do_copy(self, src, dest, log=None):
         """Copy a genuine hand-in without what someone other than its student put in it."""
@@ -79,8 +86,9 @@ class OwnerCheckedCollect(ExchangeCollect):
         foreign = foreign_entries(Path(src), uid_of(student))
         if not foreign:
             return super().do_copy(src, dest, log)
-        self.tampered += [self._quarantine(Path(src).name, f"holds {relative}, not {student}'s own", relative)
-                          for relative in foreign]
+        self.tampered += [
+            self._quarantine(Path(src).name, f"holds {relative}, not {student}'s own", relative) for relative in foreign
+        ]
         skip = {Path(src, relative) for relative in foreign}
         with tempfile.TemporaryDirectory() as staging:
             clean = Path(staging, Path(src).name)

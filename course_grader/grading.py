@@ -17,6 +17,7 @@ go to nbgrader's gradebook, feedback to ``feedback/`` and every grade to ``grade
 Nothing already graded is overwritten, one broken hand-in never stops the batch, and a
 summary lists what needs a human. Security model: README, "Security model".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,11 +28,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import course_lib
+from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import PartResult, grade_hand_in
 from course_grader.parts import secret_lines
@@ -44,7 +47,7 @@ class Outcome:
 
     student: str
     assignment: str
-    status: str = "pending"   # copied | unchanged | kept-graded | unreadable | unknown-assignment | graded | failed
+    status: str = "pending"  # copied | unchanged | kept-graded | unreadable | unknown-assignment | graded | failed
     notes: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
@@ -97,13 +100,20 @@ def _restore_order(nb, release) -> bool:
 class ClassGrader:
     """Collect, grade in the sandbox, give feedback and export grades for one course folder."""
 
-    def __init__(self, course: Path | str = ".", timeout: float | None = None, log=print,
-                 unsafe: bool = False, limits: Limits | None = None):
+    def __init__(
+        self,
+        course: Path | str = ".",
+        timeout: float | None = None,
+        log=print,
+        unsafe: bool = False,
+        limits: Limits | None = None,
+    ):
         self.course = Path(course).resolve()
         self.timeout = timeout or 60
         self.log = log
-        self.sandbox = Sandbox(limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30)),
-                               unsafe=unsafe)
+        self.sandbox = Sandbox(
+            limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30)), unsafe=unsafe
+        )
         bin_dir = Path(sys.executable).parent
         # nbgrader shells out to alembic, which lives next to the running Python.
         self.env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -111,8 +121,7 @@ class ClassGrader:
         self.results: dict[tuple[str, str], list[PartResult]] = {}
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.nbgrader, *args], cwd=self.course, env=self.env,
-                              capture_output=True, text=True)
+        return subprocess.run([*self.nbgrader, *args], cwd=self.course, env=self.env, capture_output=True, text=True)
 
     def release_notebook(self, assignment: str):
         import nbformat
@@ -134,22 +143,40 @@ class ClassGrader:
             release = self.release_notebook(out.assignment)
             if release is None:
                 out.status = "unknown-assignment"
-                out.notes.append(f"{shown}: no assignment called '{out.assignment}' in exercises/; "
-                                 "rename the file to <assignment>.ipynb")
+                out.notes.append(
+                    f"{shown}: no assignment called '{out.assignment}' in exercises/; "
+                    "rename the file to <assignment>.ipynb"
+                )
                 continue
             try:
                 nb = nbformat.read(path, as_version=4)
             except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
                 out.status = "unreadable"
-                out.notes.append(f"{shown} is not a readable notebook ({type(error).__name__}: "
-                                 f"{str(error).splitlines()[0][:120]}); ask the student to download "
-                                 "it again (File > Download .ipynb) and hand it in anew")
+                out.notes.append(
+                    f"{shown} is not a readable notebook ({type(error).__name__}: "
+                    f"{str(error).splitlines()[0][:120]}); ask the student to download "
+                    "it again (File > Download .ipynb) and hand it in anew"
+                )
                 continue
-            if (n := _restore_metadata(nb, release)):
+            if n := _restore_metadata(nb, release):
                 out.notes.append(f"restored the grading metadata of {n} cells (dropped by the editor)")
             if _restore_order(nb, release):
                 out.notes.append("put the graded cells back in the assignment's order")
             self._store(nb, out)
+        return outcomes
+
+    def collected(self, known: Sequence[Outcome] = ()) -> list[Outcome]:
+        """Hand-ins that ``nbgrader collect`` put into ``submitted/<student>/<assignment>/``
+        on a hub (and that the inbox did not bring): graded if not graded yet."""
+        seen = {(o.student, o.assignment) for o in known}
+        outcomes = []
+        for path in sorted((self.course / "submitted").glob("*/*/*.ipynb")):
+            student, assignment = path.parent.parent.name, path.parent.name
+            if path.stem != assignment or (student, assignment) in seen:
+                continue
+            if self.release_notebook(assignment) is None:
+                continue  # not one of this course's assignments
+            outcomes.append(Outcome(student=student, assignment=assignment, status="unchanged"))
         return outcomes
 
     def _store(self, nb, out: Outcome) -> None:
@@ -163,12 +190,14 @@ class ClassGrader:
             return
         if graded.exists():
             out.status = "kept-graded"
-            out.notes.append(f"a different hand-in arrived but {graded.relative_to(self.course)} is "
-                             "already graded; it was kept. Move that folder and the submitted one "
-                             "away to regrade with the new hand-in")
+            out.notes.append(
+                f"a different hand-in arrived but {graded.relative_to(self.course)} is "
+                "already graded; it was kept. Move that folder and the submitted one "
+                "away to regrade with the new hand-in"
+            )
             return
         if target.exists():
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             backup = target.with_name(f"{target.name}.{stamp}.previous")
             shutil.copy2(target, backup)
             out.notes.append(f"an earlier ungraded hand-in was kept as {backup.name}")
@@ -180,22 +209,39 @@ class ClassGrader:
     def grade(self, outcomes: list[Outcome], regrade: bool = False) -> None:
         import nbformat
 
-        todo = [o for o in outcomes if o.status == "copied" or (regrade and o.status == "unchanged")
-                or (o.status == "unchanged" and not self._graded_dir(o).exists())]
+        todo = [
+            o
+            for o in outcomes
+            if o.status == "copied"
+            or (regrade and o.status == "unchanged")
+            or (o.status == "unchanged" and not self._graded_dir(o).exists())
+        ]
         for k, out in enumerate(todo, 1):
             self.log(f"[{k}/{len(todo)}] {out.student}: grading {out.assignment}")
             name = f"{out.assignment}.ipynb"
             source = nbformat.read(self.course / "solutions" / out.assignment / name, as_version=4)
-            redact = Redactor(secret_lines(source), [self.course, Path(sys.prefix), Path(tempfile.gettempdir()),
-                                                     Path(course_lib.__file__).resolve().parent.parent])
+            redact = Redactor(
+                secret_lines(source),
+                [
+                    self.course,
+                    Path(sys.prefix),
+                    Path(tempfile.gettempdir()),
+                    Path(course_lib.__file__).resolve().parent.parent,
+                ],
+            )
             try:
                 hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
-                results = grade_hand_in(source, hand_in, self.course / "exercises" / out.assignment, self.sandbox,
-                                        self.timeout, name)
+                results = grade_hand_in(
+                    source, hand_in, self.course / "exercises" / out.assignment, self.sandbox, self.timeout, name
+                )
             except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
                 out.status = "failed"
-                out.notes.append(redact(f"the notebook could not be graded ({type(error).__name__}: "
-                                        f"{str(error)[:200]}); check it by hand or ask for a new hand-in"))
+                out.notes.append(
+                    redact(
+                        f"the notebook could not be graded ({type(error).__name__}: "
+                        f"{str(error)[:200]}); check it by hand or ask for a new hand-in"
+                    )
+                )
                 continue
             for r in results:
                 r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
@@ -253,7 +299,7 @@ class ClassGrader:
         by_id = {r.grade_id: r for r in results}
         graded = nbformat.from_dict(json.loads(json.dumps(hand_in)))
         for cell in graded.cells:
-            result = by_id.get(_nbgrader_meta(cell).get("grade_id"))
+            result = by_id.get(str(_nbgrader_meta(cell).get("grade_id")))
             if result is not None and cell.cell_type == "code":
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=part_line(result) + "\n")]
         folder = self._graded_dir(out)
@@ -262,7 +308,9 @@ class ClassGrader:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.course / 'gradebook.db'}"
+        """The gradebook: DB_URL (PostgreSQL or sqlite), else ``gradebook.db`` in the course,
+        read the same way nbgrader_config.py reads it for nbgrader's own commands."""
+        return gradebook_url(os.environ.get("DB_URL"), self.course)
 
     def score(self, student: str, assignment: str) -> tuple[float, float] | None:
         from nbgrader.api import Gradebook, MissingEntry
@@ -275,7 +323,7 @@ class ClassGrader:
             return sub.score, sub.max_score
 
     # 3. export ---------------------------------------------------------------------------
-    def export(self, filename: str = "grades.csv", outcomes: list[Outcome] = ()) -> Path:
+    def export(self, filename: str = "grades.csv", outcomes: Sequence[Outcome] = ()) -> Path:
         """nbgrader's grade table, plus the course_lib version the grading compared against and,
         for hand-ins that could not be graded, a status column saying why."""
         import csv
@@ -288,8 +336,11 @@ class ClassGrader:
         path = self.course / filename
         with path.open(newline="") as table:
             rows = list(csv.reader(table))
-        problems = {(o.assignment, o.student): f"{o.status}: {o.notes[0] if o.notes else ''}"
-                    for o in outcomes if o.status in PROBLEMS}
+        problems = {
+            (o.assignment, o.student): f"{o.status}: {o.notes[0] if o.notes else ''}"
+            for o in outcomes
+            if o.status in PROBLEMS
+        }
         if rows:
             head, body = rows[0], rows[1:]
             column = {name: k for k, name in enumerate(head)}
@@ -316,21 +367,33 @@ def _last_error(stderr: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inbox", nargs="?", default="submissions",
-                        help="folder laid out as <student>/<assignment>.ipynb (default: submissions)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "inbox",
+        nargs="?",
+        default="submissions",
+        help="folder laid out as <student>/<assignment>.ipynb (default: submissions)",
+    )
     parser.add_argument("--course", default=".", help="course root with nbgrader_config.py")
     parser.add_argument("--regrade", action="store_true", help="grade unchanged hand-ins again")
     parser.add_argument("--timeout", type=int, default=None, help="seconds per cell and per test (default: 60)")
-    parser.add_argument("--unsafe-no-sandbox", action="store_true",
-                        help="run hand-ins WITHOUT isolation where bubblewrap is missing (trusted hand-ins only)")
+    parser.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run hand-ins WITHOUT isolation where bubblewrap is missing (trusted hand-ins only)",
+    )
     parser.add_argument("--grades", default="grades.csv", help="where to write the grade table")
     args = parser.parse_args(argv)
 
     inbox = Path(args.inbox)
-    if not inbox.is_dir():
-        print(f"No folder '{inbox}'. Unzip the hand-ins as {inbox}/<student>/<assignment>.ipynb first.")
+    course = Path(args.course)
+    if not inbox.is_dir() and not any((course / "submitted").glob("*/*/*.ipynb")):
+        print(
+            f"No folder '{inbox}' and nothing collected in submitted/. Unzip the hand-ins as "
+            f"{inbox}/<student>/<assignment>.ipynb, or run `nbgrader collect <assignment>` on a hub, first."
+        )
         return 2
     from course_lib import __version__
 
@@ -340,8 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {error}")
         return 2
     print(f"Grading against course_lib {__version__}, each part in a {grader.sandbox.description}")
-    outcomes = grader.collect(inbox)
+    outcomes = grader.collect(inbox) if inbox.is_dir() else []
     print(f"Collected {len(outcomes)} hand-ins from {inbox}/")
+    if collected := grader.collected(outcomes):
+        print(f"Found {len(collected)} hand-in(s) that nbgrader collect put into submitted/")
+        outcomes += collected
     grader.grade(outcomes, regrade=args.regrade)
     csv = grader.export(args.grades, outcomes)
     print(f"Grades of every graded hand-in: {csv}")

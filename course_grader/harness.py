@@ -14,27 +14,46 @@ the recursion limit, ``sys.displayhook`` and the standard streams are reset. If 
 changes them again while the test runs, the part fails and says so. Functions the test cell
 names with a ``# grader: forbid <module>.<name>`` line may not be called while a student's
 function runs; a ``# grader: reference <grade id> ...`` line runs those earlier answer cells'
-solutions just before the test, so the part is graded on its own and not on an earlier slip. An audit hook refuses tracing, garbage-collector introspection, frame access
-from answer or test code, ctypes, new processes, signals and sockets while student code or the
+solutions just before the test, so the part is graded on its own and not on an earlier slip.
+An audit hook refuses tracing, garbage-collector introspection, frame access from answer or
+test code, ctypes, new processes, signals and sockets while student code or the
 test runs. Every event the harness writes carries the job's nonce, which only the harness's
 own frames hold, so a verdict line written by answer code is ignored.
 
 Run as ``python -I harness.py``; uses the standard library only (and whatever the cells import).
 """
+
 import builtins
 import io
 import json
 import os
 import signal
 import sys
-import time
 import traceback
 import types
 
-DENIED_EVENTS = ("sys.settrace", "sys.setprofile", "sys.addaudithook", "gc.get_objects", "gc.get_referrers",
-                 "gc.get_referents", "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
-                 "os.spawn", "subprocess.Popen", "os.kill", "os.killpg", "signal.pthread_kill",
-                 "socket.connect", "socket.bind", "socket.sendto", "sys._current_frames")
+DENIED_EVENTS = (
+    "sys.settrace",
+    "sys.setprofile",
+    "sys.addaudithook",
+    "gc.get_objects",
+    "gc.get_referrers",
+    "gc.get_referents",
+    "os.fork",
+    "os.forkpty",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "subprocess.Popen",
+    "os.kill",
+    "os.killpg",
+    "signal.pthread_kill",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "sys._current_frames",
+)
 # Frames lead up to the harness's own (and its nonce): answer and test code may not hold one.
 FRAME_ATTRIBUTES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
 UNTRUSTED_FILES = ("<answer", "<extra", "<visible test", "<hidden test", "<string>")
@@ -65,13 +84,17 @@ def main():
     def audit(event, args):
         if not student_mode[0]:
             return
-        if event in DENIED_EVENTS or event.startswith("ctypes.") or \
-                (event == "sys._getframe" and args[0].f_code.co_filename.startswith(UNTRUSTED_FILES)) or \
-                (event == "object.__getattr__" and args[1] in FRAME_ATTRIBUTES):
+        if (
+            event in DENIED_EVENTS
+            or event.startswith("ctypes.")
+            or (event == "sys._getframe" and args[0].f_code.co_filename.startswith(UNTRUSTED_FILES))
+            or (event == "object.__getattr__" and args[1] in FRAME_ATTRIBUTES)
+        ):
             raise PermissionError(f"not allowed while grading: {event}")
 
     sys.addaudithook(audit)
     import logging
+
     logging._srcfile = None  # logging from answer code without frame lookups
 
     timeout = float(job["cell_timeout"])
@@ -111,9 +134,13 @@ def main():
     verdict = run_test(test, namespace, timeout, on_alarm, student_mode)
     tampered = restore(guarded, {}, namespace)  # test code may rebind notebook names
     if verdict["passed"] and tampered:
-        verdict = {"passed": False, "phase": "test", "error": "Tampering",
-                   "message": "your code changed " + ", ".join(tampered[:5]) + " while it was being tested; "
-                              "answers must not modify numpy, course_lib or the notebook's helpers"}
+        verdict = {
+            "passed": False,
+            "phase": "test",
+            "error": "Tampering",
+            "message": "your code changed " + ", ".join(tampered[:5]) + " while it was being tested; "
+            "answers must not modify numpy, course_lib or the notebook's helpers",
+        }
     emit(event="verdict", **verdict)
     finish(channel)
 
@@ -132,13 +159,17 @@ def run_cell(cell, namespace, timeout, on_alarm, student_mode, untrusted):
     try:
         code = compile_cell(cell)
     except SyntaxError as error:
-        return {"status": "syntax", "error": "SyntaxError",
-                "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
-                           f"{sys.version_info.major}.{sys.version_info.minor}"}
+        return {
+            "status": "syntax",
+            "error": "SyntaxError",
+            "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+        }
     out = io.StringIO()
     try:
-        with_streams(out, lambda: timed(lambda: exec_student(code, namespace, student_mode, untrusted),
-                                        timeout, on_alarm))
+        with_streams(
+            out, lambda: timed(lambda: exec_student(code, namespace, student_mode, untrusted), timeout, on_alarm)
+        )
     except CellTimeout:
         return {"status": "timeout", "error": "Timeout", "message": f"the cell ran longer than {timeout:g} s"}
     except BaseException as error:  # noqa: BLE001 - any failure of a cell is reported, never fatal
@@ -184,15 +215,27 @@ def run_test(test, namespace, timeout, on_alarm, student_mode):
         out = visible_output if phase == "visible" else io.StringIO()
         sys.setrecursionlimit(1000)
         try:
-            with_streams(out, lambda: timed(lambda: exec_student(code, namespace, student_mode, True),
-                                            timeout, on_alarm))
+            with_streams(
+                out,
+                lambda code=code: timed(lambda: exec_student(code, namespace, student_mode, True), timeout, on_alarm),
+            )
         except CellTimeout:
-            return {"passed": False, "phase": phase, "error": "Timeout", "output": clip(visible_output.getvalue()),
-                    "message": f"the test ran longer than {timeout:g} s: is there an endless loop?"}
+            return {
+                "passed": False,
+                "phase": phase,
+                "error": "Timeout",
+                "output": clip(visible_output.getvalue()),
+                "message": f"the test ran longer than {timeout:g} s: is there an endless loop?",
+            }
         except BaseException as error:  # noqa: BLE001
-            return {"passed": False, "phase": phase, "error": type(error).__name__,
-                    "in_test_code": raised_in_test(error), "message": clip(str(error)),
-                    "output": clip(visible_output.getvalue())}
+            return {
+                "passed": False,
+                "phase": phase,
+                "error": type(error).__name__,
+                "in_test_code": raised_in_test(error),
+                "message": clip(str(error)),
+                "output": clip(visible_output.getvalue()),
+            }
     return {"passed": True, "output": clip(visible_output.getvalue())}
 
 
@@ -213,14 +256,19 @@ def guard_student_functions(namespace, bound_before, forbidden):
                 return function(*args, **kwargs)
             finally:
                 depth[0] -= 1
+
         call.__name__, call.__doc__, call.__wrapped__ = getattr(function, "__name__", "f"), function.__doc__, function
         return call
 
     if not forbidden:
         return
     for name, value in list(namespace.items()):
-        if callable(value) and not isinstance(value, type) and not name.startswith("__") \
-                and bound_before.get(name, object()) is not value:
+        if (
+            callable(value)
+            and not isinstance(value, type)
+            and not name.startswith("__")
+            and bound_before.get(name, object()) is not value
+        ):
             namespace[name] = counted(value)
     for dotted in forbidden:
         module_name, _, attr = dotted.rpartition(".")
@@ -231,8 +279,9 @@ def guard_student_functions(namespace, bound_before, forbidden):
 
         def guard(*args, _original=original, _dotted=dotted, **kwargs):
             if depth[0]:
-                raise ForbiddenCall(f"{_dotted} may not be used in this answer: the exercise asks you "
-                                    "to compute it yourself")
+                raise ForbiddenCall(
+                    f"{_dotted} may not be used in this answer: the exercise asks you to compute it yourself"
+                )
             return _original(*args, **kwargs)
 
         setattr(module, attr, guard)
@@ -248,16 +297,28 @@ def snapshot():
     """The namespaces of the modules tests rely on, course_lib's classes and the interpreter
     hooks: what answer code may not change. (Classes of the set-up cells are the students' to
     extend: some exercises add methods to them.)"""
-    state = {"modules": {}, "classes": {},
-             "sys": (sys.displayhook, sys.excepthook, sys.getrecursionlimit(), list(sys.path),
-                     list(sys.meta_path), dict(sys.modules))}
+    state = {
+        "modules": {},
+        "classes": {},
+        "sys": (
+            sys.displayhook,
+            sys.excepthook,
+            sys.getrecursionlimit(),
+            list(sys.path),
+            list(sys.meta_path),
+            dict(sys.modules),
+        ),
+    }
     for name, module in list(sys.modules.items()):
         if module is not None and name.split(".")[0] in PROTECTED:
             state["modules"][name] = (module, dict(vars(module)))
     for _, saved in state["modules"].values():
         for value in list(saved.values()):
-            if isinstance(value, type) and type(value.__dict__) is types.MappingProxyType and \
-                    value.__module__.split(".")[0] == "course_lib":
+            if (
+                isinstance(value, type)
+                and type(value.__dict__) is types.MappingProxyType
+                and value.__module__.split(".")[0] == "course_lib"
+            ):
                 state["classes"][id(value)] = (value, dict(vars(value)))
     return state
 
@@ -271,8 +332,12 @@ def restore(state, trusted, namespace):
             if key in saved and current.get(key, _MISSING) is not saved[key]:
                 changed.append(f"{label}{key}") if not key.startswith("_") else None
                 current[key] = saved[key]
-            elif key not in saved and remove_new and not key.startswith("_") \
-                    and not isinstance(current[key], types.ModuleType):
+            elif (
+                key not in saved
+                and remove_new
+                and not key.startswith("_")
+                and not isinstance(current[key], types.ModuleType)
+            ):
                 changed.append(f"{label}{key}")
                 del current[key]
 

@@ -5,6 +5,7 @@ the set-up cells, the helpers and each test cell, visible and hidden lines. From
 only the answer cells (found by their grade id) and the cells the student added after them
 are taken, so a student who edits or deletes a test, or a set-up cell, changes nothing.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ class Part:
     visible: str
     hidden: str
     forbid: list[str]
-    cells: list[dict] = field(default_factory=list)   # what runs before the test, in notebook order
+    cells: list[dict] = field(default_factory=list)  # what runs before the test, in notebook order
     references: list[dict] = field(default_factory=list)  # solution cells run just before the test
 
 
@@ -54,8 +55,13 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[dict]]:
             current.append({"name": meta["grade_id"], "kind": "answer", "source": cell.source})
         elif not meta and cell.source.strip() not in instructor:  # a cell the student added
             target = current if current is not None else leading
-            target.append({"name": f"added after {current[0]['name']}" if current else "added at the top",
-                           "kind": "extra", "source": cell.source})
+            target.append(
+                {
+                    "name": f"added after {current[0]['name']}" if current else "added at the top",
+                    "kind": "extra",
+                    "source": cell.source,
+                }
+            )
     if leading and blocks:
         first = next(iter(blocks))
         blocks[first] = leading + blocks[first]
@@ -64,8 +70,11 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[dict]]:
 
 def parts(source_nb, hand_in) -> list[Part]:
     """The graded parts of the source notebook, each with the cells that run before its test."""
-    instructor = {split_test(c.source)[0].strip() if nbgrader_meta(c).get("grade") else c.source.strip()
-                  for c in source_nb.cells if not nbgrader_meta(c).get("solution")}
+    instructor = {
+        split_test(c.source)[0].strip() if nbgrader_meta(c).get("grade") else c.source.strip()
+        for c in source_nb.cells
+        if not nbgrader_meta(c).get("solution")
+    }
     answers = student_blocks(hand_in, instructor)
     solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")}
     cells: list[dict] = []
@@ -76,15 +85,20 @@ def parts(source_nb, hand_in) -> list[Part]:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and not meta.get("solution"):
             visible, hidden, forbid = split_test(cell.source)
-            references = [{"name": f"reference {name}", "kind": "reference", "source": solutions[name]}
-                          for match in REFERENCE.findall(hidden) for name in match.split()]
-            found.append(Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid,
-                              list(cells), references))
+            references = [
+                {"name": f"reference {name}", "kind": "reference", "source": solutions[name]}
+                for match in REFERENCE.findall(hidden)
+                for name in match.split()
+            ]
+            found.append(
+                Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid, list(cells), references)
+            )
         elif meta.get("solution"):
             cells.extend(answers.get(meta["grade_id"], []))
         else:
-            cells.append({"name": meta.get("grade_id") or f"set-up cell {k + 1}", "kind": "setup",
-                          "source": cell.source})
+            cells.append(
+                {"name": meta.get("grade_id") or f"set-up cell {k + 1}", "kind": "setup", "source": cell.source}
+            )
     return found
 
 

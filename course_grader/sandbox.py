@@ -13,6 +13,7 @@ Without bubblewrap, grading refuses to run unless the instructor passes the expl
 flag; then the same harness runs with the same limits and an empty environment, but with
 the grader's own user, files and network.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,9 +49,13 @@ class Limits:
 
     def apply(self) -> None:
         """Set the limits on the calling process (run in the child, before exec)."""
-        for limit, value in ((resource.RLIMIT_CPU, self.cpu_seconds), (resource.RLIMIT_AS, self.memory_bytes),
-                             (resource.RLIMIT_FSIZE, self.file_bytes), (resource.RLIMIT_NPROC, self.processes),
-                             (resource.RLIMIT_CORE, 0)):
+        for limit, value in (
+            (resource.RLIMIT_CPU, self.cpu_seconds),
+            (resource.RLIMIT_AS, self.memory_bytes),
+            (resource.RLIMIT_FSIZE, self.file_bytes),
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_CORE, 0),
+        ):
             resource.setrlimit(limit, (value, value))
 
 
@@ -59,8 +64,8 @@ class Run:
     """What one sandboxed process left behind."""
 
     returncode: int
-    result: bytes          # everything the harness wrote on its result channel
-    stderr: bytes          # the first output_bytes of the process's own stderr (diagnostics)
+    result: bytes  # everything the harness wrote on its result channel
+    stderr: bytes  # the first output_bytes of the process's own stderr (diagnostics)
     timed_out: bool
 
 
@@ -72,9 +77,12 @@ def _python_roots() -> list[Path]:
     """Folders the interpreter, its standard library, the venv and course_lib live in."""
     import course_lib
 
-    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
-             Path(os.path.realpath(sys.executable)).parent.parent,
-             Path(course_lib.__file__).resolve().parent}
+    roots = {
+        Path(sys.base_prefix).resolve(),
+        Path(sys.prefix).resolve(),
+        Path(os.path.realpath(sys.executable)).parent.parent,
+        Path(course_lib.__file__).resolve().parent,
+    }
     outside_usr = [r for r in roots if not r.is_relative_to("/usr")]
     # Bind only the outermost folders: a nested bind would be redundant.
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
@@ -92,7 +100,8 @@ class Sandbox:
                 "bubblewrap (bwrap) is not installed, so hand-ins would run with your user, files, "
                 "network and environment. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; "
                 "make autograde does this), or grade on a Linux machine that has it. Only for hand-ins "
-                "you trust, pass --unsafe-no-sandbox to grade without isolation.")
+                "you trust, pass --unsafe-no-sandbox to grade without isolation."
+            )
         self.isolated = self.bwrap is not None and not unsafe
 
     @property
@@ -104,9 +113,24 @@ class Sandbox:
         venv_python = str(Path(sys.prefix) / "bin" / "python")
         if not self.isolated:
             return [venv_python if Path(venv_python).exists() else python, "-I", str(HARNESS)]
-        cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
-               "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
-               "--ro-bind", "/usr", "/usr"]
+        assert self.bwrap is not None  # isolated means bubblewrap was found
+        cmd = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            str(NOBODY),
+            "--gid",
+            str(NOBODY),
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
         for name in ("bin", "sbin", "lib", "lib32", "lib64"):
             path = Path("/") / name
             if path.is_symlink():
@@ -115,12 +139,40 @@ class Sandbox:
                 cmd += ["--ro-bind", str(path), str(path)]
         for root in _python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                "--bind", str(scratch), INSIDE_HOME, "--chdir", INSIDE_HOME,
-                "--ro-bind", str(HARNESS), INSIDE_HARNESS,
-                "--setenv", "HOME", INSIDE_HOME, "--setenv", "PATH", f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "MPLBACKEND", "Agg",
-                "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1"]
+        cmd += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--bind",
+            str(scratch),
+            INSIDE_HOME,
+            "--chdir",
+            INSIDE_HOME,
+            "--ro-bind",
+            str(HARNESS),
+            INSIDE_HARNESS,
+            "--setenv",
+            "HOME",
+            INSIDE_HOME,
+            "--setenv",
+            "PATH",
+            f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "MPLBACKEND",
+            "Agg",
+            "--setenv",
+            "OPENBLAS_NUM_THREADS",
+            "1",
+            "--setenv",
+            "OMP_NUM_THREADS",
+            "1",
+        ]
         return cmd + [venv_python if Path(venv_python).exists() else python, "-I", INSIDE_HARNESS]
 
     def run(self, job: dict, scratch: Path) -> Run:
@@ -128,16 +180,30 @@ class Sandbox:
         import json
 
         read_end, write_end = os.pipe()
-        job = json.dumps(dict(job, result_fd=write_end)).encode()
-        env = {"PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(scratch),
-               "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        message = json.dumps(dict(job, result_fd=write_end)).encode()
+        env = {
+            "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": str(scratch),
+            "MPLBACKEND": "Agg",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
         limits = self.limits
         with tempfile.TemporaryFile() as stderr, tempfile.TemporaryFile() as stdin:
-            stdin.write(job)
+            stdin.write(message)
             stdin.seek(0)
-            proc = subprocess.Popen(self.command(scratch), stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
-                                    pass_fds=(write_end,), env=env, cwd=scratch, start_new_session=True,
-                                    preexec_fn=limits.apply)
+            proc = subprocess.Popen(
+                self.command(scratch),
+                stdin=stdin,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                pass_fds=(write_end,),
+                env=env,
+                cwd=scratch,
+                start_new_session=True,
+                preexec_fn=limits.apply,
+            )
             os.close(write_end)
             result, timed_out = _read_until(read_end, proc, limits)
             stderr.seek(0)
@@ -166,7 +232,7 @@ def _read_until(fd: int, proc: subprocess.Popen, limits: Limits) -> tuple[bytes,
             if not data:
                 break
             if size < limits.output_bytes:
-                chunks.append(data[:limits.output_bytes - size])
+                chunks.append(data[: limits.output_bytes - size])
                 size += len(data)
     os.close(fd)
     if not timed_out:

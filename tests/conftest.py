@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
 from built_site import built_book  # noqa: E402
+from postgres import postgres  # noqa: E402, F401  (the real PostgreSQL server fixture, for every module)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 stopped and deleted afterwards. initdb refuses to run as root: as root the server runs as
 the unprivileged ``postgres`` account the package creates (or ``nobody``).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,10 @@ SUPERUSER = "grader"
 def postgres_bin() -> Path:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
     if not found:
-        pytest.fail("PostgreSQL is not installed (initdb not in /usr/lib/postgresql/*/bin): run "
-                    "`make setup-instructor`, which installs the Debian package postgresql")
+        pytest.fail(
+            "PostgreSQL is not installed (initdb not in /usr/lib/postgresql/*/bin): run "
+            "`make setup-instructor`, which installs the Debian package postgresql"
+        )
     return found[-1].parent
 
 
@@ -60,8 +63,13 @@ def postgres() -> Iterator[Callable[[str], str]]:
 
     def run(*command: str) -> subprocess.CompletedProcess:
         argv = ["runuser", "-u", account, "--", *command] if account else list(command)
-        proc = subprocess.run(argv, cwd=folder, capture_output=True, text=True,
-                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
+        proc = subprocess.run(
+            argv,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"},
+        )
         assert proc.returncode == 0, f"{' '.join(command)} failed:\n{proc.stdout}\n{proc.stderr}"
         return proc
 
@@ -70,8 +78,7 @@ def postgres() -> Iterator[Callable[[str], str]]:
         return f"postgresql+psycopg://{SUPERUSER}@127.0.0.1:{port}/{name}"
 
     try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-            "--no-instructions")
+        run(str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-instructions")
         options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
         run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start")
         yield new_database

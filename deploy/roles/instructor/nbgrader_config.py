@@ -4,6 +4,7 @@ The course is the instructor's clone of the repository, ~/autodiff-course by def
 nbgrader_config.py, with the gradebook's DB_URL, is loaded from there); the formgrader and
 every nbgrader command use it and the hub's exchange.
 """
+
 import os
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)

@@ -3,6 +3,7 @@
 The hub puts this folder on JUPYTER_CONFIG_PATH for members of the students' group. Students
 fetch, submit and fetch feedback through the exchange; they never see a course folder.
 """
+
 import os
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)

@@ -1,22 +1,23 @@
 """The gradebook as one setting (DB_URL), and the class list from an LMS, on a real PostgreSQL."""
+
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
-from nbgrader.api import Gradebook
-from postgres import postgres  # noqa: F401  (the fixture)
 from commands import MAKE_ENV, make
+from nbgrader.api import Gradebook
+from paths import ROOT
 
 from course_grader.database import RosterError, course_config, gradebook_url, import_roster, read_roster
 
-ROOT = Path(__file__).resolve().parents[1]
 PS = "ps01_finite_differences"
 COURSE_ID = "autodiff-from-scratch"
 
 
 # -- one URL, either spelling ------------------------------------------------------------------
+
 
 def test_unset_or_empty_means_the_sqlite_file_in_the_course(tmp_path):
     assert gradebook_url(None, tmp_path) == f"sqlite:///{tmp_path.resolve()}/gradebook.db"
@@ -49,19 +50,26 @@ def test_nbgrader_config_reads_db_url_from_the_environment(monkeypatch):
 
 # -- the class list ------------------------------------------------------------------------------
 
+
 def test_a_moodle_export_is_read(tmp_path):
     csv = tmp_path / "moodle.csv"
-    csv.write_text("\ufeffFirst name,Last name,Username,Email address\n"
-                   "Ada,Lovelace,alovelace,ada@example.org\nAlan, Turing ,aturing,\n")
+    csv.write_text(
+        "\ufeffFirst name,Last name,Username,Email address\n"
+        "Ada,Lovelace,alovelace,ada@example.org\nAlan, Turing ,aturing,\n"
+    )
     assert [(s.id, s.first_name, s.last_name, s.email) for s in read_roster(csv)] == [
-        ("alovelace", "Ada", "Lovelace", "ada@example.org"), ("aturing", "Alan", "Turing", None)]
+        ("alovelace", "Ada", "Lovelace", "ada@example.org"),
+        ("aturing", "Alan", "Turing", None),
+    ]
 
 
 def test_a_canvas_export_is_read_without_its_points_possible_row(tmp_path):
     csv = tmp_path / "canvas.csv"
-    csv.write_text('Student,ID,SIS User ID,SIS Login ID,Section,ps01 (123)\n'
-                   '    Points Possible,,,,,10\n'
-                   '"Hopper, Grace",4711,s1,ghopper,A,\n')
+    csv.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,ps01 (123)\n"
+        "    Points Possible,,,,,10\n"
+        '"Hopper, Grace",4711,s1,ghopper,A,\n'
+    )
     [student] = read_roster(csv)
     assert (student.id, student.first_name, student.last_name) == ("ghopper", "Grace", "Hopper")
 
@@ -87,6 +95,7 @@ def test_a_list_without_an_id_column_names_its_columns_and_the_option(tmp_path):
 
 # -- a real PostgreSQL server --------------------------------------------------------------------
 
+
 def test_roster_import_into_postgresql_is_idempotent(postgres, tmp_path):
     url = postgres("roster")
     csv = tmp_path / "class.csv"
@@ -107,13 +116,15 @@ def course_copy(tmp_path) -> Path:
     (modification times kept, so the shared .venv counts as set up) and the shared .venv."""
     copy = tmp_path / "course"
     copy.mkdir()
-    names = ["Makefile", "nbgrader_config.py", "pyproject.toml", "requirements.lock"] + \
-        [p.name for p in ROOT.glob("requirements*.txt")]
+    names = ["Makefile", "nbgrader_config.py", "pyproject.toml", "requirements.lock"] + [
+        p.name for p in ROOT.glob("requirements*.txt")
+    ]
     for name in names:
         shutil.copy2(ROOT / name, copy / name)
     for folder in ["course_grader", "tools", "benchmarks", f"solutions/{PS}", f"exercises/{PS}"]:
-        shutil.copytree(ROOT / folder, copy / folder, copy_function=shutil.copy2,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / folder, copy / folder, copy_function=shutil.copy2, ignore=shutil.ignore_patterns("__pycache__")
+        )
     (copy / ".venv").symlink_to(ROOT / ".venv")
     (copy / "_vendor").symlink_to(ROOT / "_vendor")
     return copy

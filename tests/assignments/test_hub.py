@@ -10,6 +10,7 @@ the students in parallel processes. Then JupyterHub (with configurable-http-prox
 loopback with deploy/jupyterhub_config.py and each role's server starts, as its user, with
 that role's extensions; the instructor's formgrader reads the PostgreSQL gradebook.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,12 +30,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader_helpers import answer_cells, fill_in
-from postgres import postgres  # noqa: F401  (the fixture)
 from unix_class import BIN, COURSE_ID, ROOT, UnixClass, make_class, remove_class
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="creates throw-away Unix users and runs programs as them: needs root "
-    "(CI runs as root; locally: sudo .venv/bin/python -m pytest tests/test_hub.py)")
+    os.geteuid() != 0,
+    reason="creates throw-away Unix users and runs programs as them: needs root "
+    "(CI runs as root; locally: sudo .venv/bin/python -m pytest tests/test_hub.py)",
+)
 
 PS = "ps01_finite_differences"
 PROXY = ROOT / "deploy" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -44,8 +46,12 @@ PROXY = ROOT / "deploy" / "proxy" / "node_modules" / ".bin" / "configurable-http
 def klass():
     klass = make_class()
     try:
-        proc = subprocess.run([str(BIN / "python"), str(ROOT / "deploy" / "course_hub.py"), "apply"],
-                              env={**os.environ, **klass.settings_env()}, capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(BIN / "python"), str(ROOT / "deploy" / "course_hub.py"), "apply"],
+            env={**os.environ, **klass.settings_env()},
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         klass.transcript.append("root$ python deploy/course_hub.py apply  -> exit 0")
         yield klass
@@ -69,10 +75,20 @@ def score(db_url: str, student: str) -> float:
 def import_roster(klass: UnixClass, db_url: str) -> None:
     """The instructor imports the class list, as the LMS exports it, into the gradebook."""
     roster = klass.home(klass.instructor) / "roster.csv"
-    roster.write_text("Username,First name,Last name,Email address\n" +
-                      "".join(f"{s},{s[-3:].title()},Student,{s}@example.org\n" for s in klass.students))
-    klass.as_user(klass.instructor, str(klass.bin / "python"), "-m", "course_grader.database", "roster",
-                  str(roster), cwd=klass.course(), env={"DB_URL": db_url})
+    roster.write_text(
+        "Username,First name,Last name,Email address\n"
+        + "".join(f"{s},{s[-3:].title()},Student,{s}@example.org\n" for s in klass.students)
+    )
+    klass.as_user(
+        klass.instructor,
+        str(klass.bin / "python"),
+        "-m",
+        "course_grader.database",
+        "roster",
+        str(roster),
+        cwd=klass.course(),
+        env={"DB_URL": db_url},
+    )
 
 
 def test_apply_sets_the_permissions_a_class_needs(klass):
@@ -105,9 +121,11 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     fetched = {s: klass.home(s) / PS / f"{PS}.ipynb" for s in klass.students}
     release = nbformat.read(fetched[ada], as_version=4)
     stub = answer_cells(release)["best_step"].source
-    work = {ada: fill_in(release, source, {"best_step": stub}),  # one part left undone
-            bob: fill_in(release, source, {}),                      # everything right
-            eve: release}                                            # nothing done
+    work = {
+        ada: fill_in(release, source, {"best_step": stub}),  # one part left undone
+        bob: fill_in(release, source, {}),  # everything right
+        eve: release,
+    }  # nothing done
     for student, notebook in work.items():
         nbformat.write(notebook, fetched[student])  # the student's edits (file stays theirs)
         os.chown(fetched[student], pwd.getpwnam(student).pw_uid, -1)
@@ -117,10 +135,18 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     klass.as_user(eve, nbgrader, "submit", PS, "--student", bob)
     inbound = klass.exchange / COURSE_ID / "inbound"
     bob_folder = next(p for p in inbound.iterdir() if p.stat().st_uid == pwd.getpwnam(bob).pw_uid)
-    swap = klass.as_user(eve, "sh", "-c", f'cp "$0" "$1/.x" && mv -f "$1/.x" "$1/{PS}.ipynb"',
-                         str(fetched[eve]), str(bob_folder), check=False)
-    assert swap.returncode == 0, "nbgrader leaves submitted folders world-writable: the swap must work " \
-        "for the test to prove collect catches it"
+    swap = klass.as_user(
+        eve,
+        "sh",
+        "-c",
+        f'cp "$0" "$1/.x" && mv -f "$1/.x" "$1/{PS}.ipynb"',
+        str(fetched[eve]),
+        str(bob_folder),
+        check=False,
+    )
+    assert swap.returncode == 0, (
+        "nbgrader leaves submitted folders world-writable: the swap must work for the test to prove collect catches it"
+    )
 
     first = instructor("collect", PS, check=False)
     assert first.returncode != 0, "collect must not pass over a forged hand-in silently"
@@ -159,6 +185,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
 
 # -- JupyterHub --------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -166,8 +193,9 @@ def free_port() -> int:
 
 
 def request(url: str, token: str, method: str = "GET") -> tuple[int, str]:
-    req = urllib.request.Request(url, method=method, headers={"Authorization": f"token {token}"},
-                                 data=b"" if method == "POST" else None)
+    req = urllib.request.Request(
+        url, method=method, headers={"Authorization": f"token {token}"}, data=b"" if method == "POST" else None
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as response:
             return response.status, response.read().decode()
@@ -178,7 +206,7 @@ def request(url: str, token: str, method: str = "GET") -> tuple[int, str]:
 def wait_for(check, what: str, seconds: float = 60):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if (result := check()):
+        if result := check():
             return result
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}")
@@ -191,25 +219,33 @@ def hub(klass, db_url):
     config = klass.base / "hub_config.py"
     # The deployed configuration, plus what only a test needs: ports, a service token, its files.
     config.write_text(f"""c = get_config()
-load_subconfig({str(ROOT / 'deploy' / 'jupyterhub_config.py')!r})
+load_subconfig({str(ROOT / "deploy" / "jupyterhub_config.py")!r})
 c.JupyterHub.hub_port = {free_port()}
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"
-c.JupyterHub.pid_file = {str(klass.base / 'jupyterhub.pid')!r}
-c.Spawner.cmd = [{str(klass.bin / 'jupyterhub-singleuser')!r}]  # the venv every user can run
+c.JupyterHub.pid_file = {str(klass.base / "jupyterhub.pid")!r}
+c.Spawner.cmd = [{str(klass.bin / "jupyterhub-singleuser")!r}]  # the venv every user can run
 c.Spawner.environment["PATH"] = {f"{klass.bin}:/usr/bin:/bin"!r}
 c.JupyterHub.services = [{{"name": "course-test", "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "course-test", "services": ["course-test"],
                              "scopes": ["admin:users", "admin:servers", "access:servers"]}}]
 """)
-    env = {**os.environ, **klass.settings_env(), "AUTODIFF_HUB_URL": url, "AUTODIFF_PROXY": str(PROXY),
-           "AUTODIFF_HUB_DB": f"sqlite:///{klass.base / 'jupyterhub.sqlite'}",
-           "AUTODIFF_HUB_SECRET": str(klass.base / "cookie_secret"), "DB_URL": db_url}
+    env = {
+        **os.environ,
+        **klass.settings_env(),
+        "AUTODIFF_HUB_URL": url,
+        "AUTODIFF_PROXY": str(PROXY),
+        "AUTODIFF_HUB_DB": f"sqlite:///{klass.base / 'jupyterhub.sqlite'}",
+        "AUTODIFF_HUB_SECRET": str(klass.base / "cookie_secret"),
+        "DB_URL": db_url,
+    }
     log = open(klass.base / "jupyterhub.log", "w")
-    process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(config)], cwd=klass.base, env=env,
-                               stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [str(BIN / "jupyterhub"), "-f", str(config)], cwd=klass.base, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
-        wait_for(lambda: process.poll() is not None or (_up(url) and request(f"{url}/hub/api/", token)[0] == 200),
-                 "the hub")
+        wait_for(
+            lambda: process.poll() is not None or (_up(url) and request(f"{url}/hub/api/", token)[0] == 200), "the hub"
+        )
         assert process.poll() is None, (klass.base / "jupyterhub.log").read_text()
         klass.transcript.append(f"root$ jupyterhub -f deploy/jupyterhub_config.py  -> listening on {url}")
         yield url, token
@@ -231,8 +267,9 @@ def _up(url: str) -> bool:
 
 
 def page_config(html: str) -> dict:
-    return json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
-                                html, re.S)[1])
+    return json.loads(
+        re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S)[1]
+    )
 
 
 def test_each_role_gets_its_server_and_its_extensions(klass, hub, db_url):
@@ -243,22 +280,35 @@ def test_each_role_gets_its_server_and_its_extensions(klass, hub, db_url):
         assert request(f"{url}/hub/api/users/{user}", token, "POST")[0] in (201, 409)
         assert request(f"{url}/hub/api/users/{user}/server", token, "POST")[0] in (201, 202)
     for user in (klass.instructor, student):
-        wait_for(lambda: json.loads(request(f"{url}/hub/api/users/{user}", token)[1])
-                 .get("servers", {}).get("", {}).get("ready"), f"{user}'s server", seconds=90)
+        wait_for(
+            lambda user=user: (
+                json.loads(request(f"{url}/hub/api/users/{user}", token)[1]).get("servers", {}).get("", {}).get("ready")
+            ),
+            f"{user}'s server",
+            seconds=90,
+        )
         uid = pwd.getpwnam(user).pw_uid
-        [server] = [pid for pid in klass.processes() if Path(f"/proc/{pid}").stat().st_uid == uid
-                    and "jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")]
+        [server] = [
+            pid
+            for pid in klass.processes()
+            if Path(f"/proc/{pid}").stat().st_uid == uid
+            and "jupyterhub-singleuser" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+        ]
         environment = Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
-        assert (f"DB_URL={db_url}".encode() in environment) == (user == klass.instructor), \
+        assert (f"DB_URL={db_url}".encode() in environment) == (user == klass.instructor), (
             "the gradebook's URL (with its password) is for instructors' servers only"
+        )
         klass.transcript.append(f"hub: {user}'s server is ready, running as {user}")
 
     assignments = request(f"{url}/user/{student}/assignments?course_id={COURSE_ID}", token)
     assert assignments[0] == 200 and json.loads(assignments[1])["success"], assignments
     assert request(f"{url}/user/{student}/formgrader", token)[0] == 404
     disabled = page_config(request(f"{url}/user/{student}/lab", token)[1])["disabledExtensions"]
-    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
-            "@jupyter/nbgrader:create-assignment"} <= set(disabled)
+    assert {
+        "@jupyter/nbgrader:formgrader",
+        "@jupyter/nbgrader:course-list",
+        "@jupyter/nbgrader:create-assignment",
+    } <= set(disabled)
     assert "@jupyter/nbgrader:assignment-list" not in disabled
 
     status, html = request(f"{url}/user/{klass.instructor}/formgrader", token)
@@ -266,7 +316,9 @@ def test_each_role_gets_its_server_and_its_extensions(klass, hub, db_url):
     disabled = page_config(request(f"{url}/user/{klass.instructor}/lab", token)[1])["disabledExtensions"]
     assert not any(name.startswith("@jupyter/nbgrader") for name in disabled)
     status, students = request(f"{url}/user/{klass.instructor}/formgrader/api/students", token)
-    assert status == 200 and set(klass.students) <= {s["id"] for s in json.loads(students)}, \
+    assert status == 200 and set(klass.students) <= {s["id"] for s in json.loads(students)}, (
         "the instructor's server does not read the hub's PostgreSQL gradebook"
-    klass.transcript.append(f"hub: {student} has the assignment list only (formgrader 404); "
-                            f"{klass.instructor} has the formgrader (200)")
+    )
+    klass.transcript.append(
+        f"hub: {student} has the assignment list only (formgrader 404); {klass.instructor} has the formgrader (200)"
+    )

@@ -3,6 +3,7 @@
 Every awkward hand-in a real class produces is here once; the batch must survive all of
 them, give each the score a fair grader would, and never lose work.
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,12 +25,16 @@ def colab_save(nb):
     """What a notebook looks like after a round trip through Colab: notebook and cell
     metadata replaced by Colab's own (the nbgrader keys are gone), fresh cell ids."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
-    nb.metadata = {"colab": {"provenance": [], "name": f"{ASSIGNMENT}.ipynb"},
-                   "kernelspec": {"name": "python3", "display_name": "Python 3"},
-                   "language_info": {"name": "python"}, "accelerator": "GPU"}
+    nb.metadata = {
+        "colab": {"provenance": [], "name": f"{ASSIGNMENT}.ipynb"},
+        "kernelspec": {"name": "python3", "display_name": "Python 3"},
+        "language_info": {"name": "python"},
+        "accelerator": "GPU",
+    }
     for cell in nb.cells:
-        cell.metadata = {"id": uuid.uuid4().hex[:12]} | ({"colab": {"base_uri": "https://localhost:8080/"}}
-                                                          if cell.cell_type == "code" else {})
+        cell.metadata = {"id": uuid.uuid4().hex[:12]} | (
+            {"colab": {"base_uri": "https://localhost:8080/"}} if cell.cell_type == "code" else {}
+        )
         cell.id = uuid.uuid4().hex[:12]
     return nb
 
@@ -55,7 +60,7 @@ def graded_class(tmp_path_factory):
     reordered = nbformat.from_dict(json.loads(json.dumps(solved)))
     cells = reordered.cells
     i = next(k for k, c in enumerate(cells) if nbgrader_meta(c).get("grade_id") == first_answer)
-    cells[i], cells[i + 1] = cells[i + 1], cells[i]          # the test now runs before the code
+    cells[i], cells[i + 1] = cells[i + 1], cells[i]  # the test now runs before the code
 
     hand_ins = {
         "alice": solved,
@@ -63,8 +68,12 @@ def graded_class(tmp_path_factory):
         "carol_deleted_a_test": deleted,
         "dave_reordered": reordered,
         "erin_endless_loop": fill_in(release, source, {first_answer: "while True:\n    pass\n" + first_source}),
-        "frank_import_error": fill_in(release, source, {first_answer: "import a_module_that_is_not_there\n" + first_source}),
-        "gina_stderr": fill_in(release, source, {first_answer: "import sys\nprint('debug', file=sys.stderr)\n" + first_source}),
+        "frank_import_error": fill_in(
+            release, source, {first_answer: "import a_module_that_is_not_there\n" + first_source}
+        ),
+        "gina_stderr": fill_in(
+            release, source, {first_answer: "import sys\nprint('debug', file=sys.stderr)\n" + first_source}
+        ),
         "untouched": release,
     }
     inbox = course / "submissions"
@@ -125,8 +134,9 @@ def test_grades_csv_and_feedback(graded_class):
     assert float(rows["alice"]["score"]) == outcomes["alice"].score
     import course_lib
 
-    assert {row["course_lib_version"] for row in rows.values()} == {course_lib.__version__}, \
+    assert {row["course_lib_version"] for row in rows.values()} == {course_lib.__version__}, (
         "every grade records the course_lib release it was checked against"
+    )
     for student in graded:
         assert (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").exists()
 
@@ -145,6 +155,24 @@ def test_a_second_run_never_overwrites_graded_work(graded_class):
     assert again["bob_colab"].status == "unchanged"
     grader.grade(list(again.values()))
     assert (graded_nb.read_bytes(), submitted_nb.read_bytes()) == before
+
+
+def test_hand_ins_that_nbgrader_collect_put_into_submitted_are_graded_once(graded_class):
+    """On a hub, `nbgrader collect` writes submitted/<student>/<assignment>/; `make autograde`
+    grades those too, without an inbox entry, and never twice."""
+    course, grader, _, solved = graded_class
+    folder = course / "submitted" / "zoe_on_the_hub" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(solved, folder / f"{ASSIGNMENT}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-11-25 09:00:00.000000 UTC")
+    found = grader.collected()
+    assert [(o.student, o.status) for o in found if o.student == "zoe_on_the_hub"] == [("zoe_on_the_hub", "unchanged")]
+    grader.grade(found)
+    zoe = next(o for o in found if o.student == "zoe_on_the_hub")
+    assert zoe.status == "graded" and zoe.score == zoe.max_score > 0
+    again = grader.collected()
+    grader.grade(again)
+    assert all(o.status == "unchanged" for o in again), "graded once, not again"
 
 
 def test_command_line_reports_missing_inbox(tmp_path, capsys):
@@ -172,8 +200,9 @@ def test_make_release_keeps_a_copy_of_work_it_would_replace(tmp_path):
     (released.parent / "my_notes.txt").write_text("notes")
 
     def release():  # the repository's target, with this test's environment as the set-up
-        return subprocess.run(["make", "-o", "setup", "release", f"BIN={BIN}"], cwd=course,
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["make", "-o", "setup", "release", f"BIN={BIN}"], cwd=course, capture_output=True, text=True, check=True
+        ).stdout
 
     out = release()
     assert released.read_bytes() == pristine, "make release must regenerate the student version"
@@ -190,7 +219,7 @@ def test_make_release_keeps_a_copy_of_work_it_would_replace(tmp_path):
 
 def test_grading_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
     (tmp_path / "submissions").mkdir()
-    monkeypatch.setenv("PATH", str(tmp_path))          # no bwrap on this PATH
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
     assert main([str(tmp_path / "submissions"), "--course", str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert "bubblewrap (bwrap) is not installed" in out and "--unsafe-no-sandbox" in out

@@ -1,0 +1,76 @@
+"""The gradebook as one setting: grading into a real PostgreSQL server gives exactly what
+grading into the sqlite file gives (grades.csv and every feedback page), and a second run
+changes nothing."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import nbformat
+import pytest
+from nbgrader_helpers import ROOT, answer_cells, fill_in, nbgrader
+
+from course_grader.database import import_roster, read_roster
+from course_grader.grading import ClassGrader
+
+ASSIGNMENT = "ps01_finite_differences"
+NAME = f"{ASSIGNMENT}.ipynb"
+
+
+def make_class(course):
+    """A course with ps01 released and three hand-ins: right, one part undone, not a notebook."""
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "course_grader", course / "course_grader")  # nbgrader_config.py reads DB_URL with it
+    shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT)
+    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
+    source = nbformat.read(course / "solutions" / ASSIGNMENT / NAME, as_version=4)
+    release = nbformat.read(course / "exercises" / ASSIGNMENT / NAME, as_version=4)
+    first = next(iter(answer_cells(source)))
+    slip = "raise NotImplementedError()\n"  # the first part left undone
+    inbox = course / "submissions"
+    for student, nb in {"ada": fill_in(release, source, {}), "bob": fill_in(release, source, {first: slip})}.items():
+        (inbox / student).mkdir(parents=True)
+        nbformat.write(nb, inbox / student / NAME)
+    (inbox / "cy").mkdir()
+    (inbox / "cy" / NAME).write_text("not a notebook")
+    (course / "class.csv").write_text("username,first name,last name\nada,Ada,L\nbob,Bob,M\ncy,Cy,N\n")
+    return course
+
+
+def grade(course) -> tuple[list[dict], dict[str, str]]:
+    grader = ClassGrader(course, timeout=20, log=lambda *a: None)
+    outcomes = grader.collect(course / "submissions")
+    grader.grade(outcomes)
+    grader.export(outcomes=outcomes)
+    with open(course / "grades.csv", newline="") as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: r["student_id"])
+    for row in rows:
+        row.pop("timestamp", None)  # when the hand-in was recorded: differs between any two runs
+    pages = {
+        str(p.relative_to(course)): p.read_text().replace(str(course), "<course>")
+        for p in sorted((course / "feedback").rglob("*.html"))
+    }
+    return rows, pages
+
+
+@pytest.mark.parametrize("spelling", ["postgresql+psycopg://", "postgresql://"])
+def test_grading_into_postgresql_matches_sqlite_and_is_idempotent(postgres, tmp_path, monkeypatch, spelling):
+    lite = make_class(tmp_path / "sqlite")
+    monkeypatch.delenv("DB_URL", raising=False)
+    import_roster(read_roster(lite / "class.csv"), f"sqlite:///{lite / 'gradebook.db'}", "autodiff-from-scratch")
+    expected = grade(lite)
+
+    url = postgres(f"grading_{spelling.split(':')[0].replace('+', '_')}").replace("postgresql+psycopg://", spelling)
+    monkeypatch.setenv("DB_URL", url)  # for nbgrader's own commands (release, export) too
+    course = make_class(tmp_path / "postgres")
+    import_roster(read_roster(course / "class.csv"), url, "autodiff-from-scratch")
+    got = grade(course)
+    assert not (course / "gradebook.db").exists(), "with DB_URL set, nothing may go to the sqlite file"
+    assert got == expected
+    rows = {row["student_id"]: row for row in got[0]}
+    assert float(rows["ada"]["score"]) == float(rows["ada"]["max_score"]) > float(rows["bob"]["score"]) > 0
+    assert rows["cy"]["status"].startswith("unreadable")
+
+    assert grade(course) == got, "a second run changes nothing"
