@@ -26,7 +26,7 @@ _parents_of = attrgetter("_parents")
 
 
 def backward(output: Tensor, grad: Any = None) -> None:
-    """What :meth:`Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
+    """What :meth:`~course_lib.tensor.Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
     _backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
 
 
@@ -168,7 +168,7 @@ def gradients(
     Like ``torch.autograd.grad``: nothing's ``.grad`` changes and only paths leading to
     ``inputs`` are followed. An input the output does not depend on is an error (its
     gradient would be zeros, most often because the computation left the graph); with
-    ``allow_unused=True`` it gets zeros. ``seed`` is as in :meth:`Tensor.backward` (a
+    ``allow_unused=True`` it gets zeros. ``seed`` is as in :meth:`~course_lib.tensor.Tensor.backward` (a
     Tensor seed that requires grad is kept in the graph). With ``create_graph=True`` the
     VJP rules are recorded, so the results carry a graph and can be differentiated again.
     """

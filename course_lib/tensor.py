@@ -411,7 +411,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     The node keeps its parents only if recording is on and some parent requires grad
     (*pruning*): otherwise the result is a constant with no parents. Every op goes
     through here; to add a primitive, compute its value with NumPy, call ``record`` and
-    register its VJP with :func:`defvjp`. A node notes the time of the clock of value
+    register its VJP with :func:`~course_lib.ops.defvjp`. A node notes the time of the clock of value
     changes, so the backward pass can tell whether its inputs changed since.
     """
     out = Tensor.__new__(Tensor)
