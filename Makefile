@@ -183,9 +183,10 @@ configure: setup
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
+# make autograde [JOBS=n] [DB_URL=...]: n hand-ins at a time (default: the number of cores).
 autograde: instructor-only setup sandbox
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
-	@$(PY) -m course_grader.grading submissions $(GRADE_FLAGS)
+	@$(PY) -m course_grader.grading submissions $(if $(filter command line,$(origin JOBS)),--jobs $(JOBS)) $(GRADE_FLAGS)
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:

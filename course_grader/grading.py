@@ -28,7 +28,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -206,9 +208,11 @@ class ClassGrader:
         out.status = "copied"
 
     # 2. grade and feedback ------------------------------------------------------------
-    def grade(self, outcomes: list[Outcome], regrade: bool = False) -> None:
-        import nbformat
-
+    def grade(self, outcomes: list[Outcome], regrade: bool = False, jobs: int = 1, progress: bool = False) -> None:
+        """Grade every hand-in that needs it, ``jobs`` at a time. The sandboxed runs overlap
+        (each worker thread waits on its own sandbox processes); the points, the graded
+        notebook and the feedback are written by this thread alone, one hand-in after the
+        other, so the gradebook never sees two writers from one grading run."""
         todo = [
             o
             for o in outcomes
@@ -216,49 +220,64 @@ class ClassGrader:
             or (regrade and o.status == "unchanged")
             or (o.status == "unchanged" and not self._graded_dir(o).exists())
         ]
-        for k, out in enumerate(todo, 1):
-            self.log(f"[{k}/{len(todo)}] {out.student}: grading {out.assignment}")
-            name = f"{out.assignment}.ipynb"
-            source = nbformat.read(self.course / "solutions" / out.assignment / name, as_version=4)
-            redact = Redactor(
-                secret_lines(source),
-                [
-                    self.course,
-                    Path(sys.prefix),
-                    Path(tempfile.gettempdir()),
-                    Path(course_lib.__file__).resolve().parent.parent,
-                ],
-            )
-            try:
-                hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
-                results = grade_hand_in(
-                    source, hand_in, self.course / "exercises" / out.assignment, self.sandbox, self.timeout, name
-                )
-            except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
-                out.status = "failed"
-                out.notes.append(
-                    redact(
-                        f"the notebook could not be graded ({type(error).__name__}: "
-                        f"{str(error)[:200]}); check it by hand or ask for a new hand-in"
-                    )
-                )
-                continue
-            for r in results:
-                r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
-            try:
-                self._record(out, results)
-            except Exception as error:  # noqa: BLE001 - one hand-in's failure never stops the batch
-                out.status = "failed"
-                out.notes.append(f"could not record the grades: {type(error).__name__}: {error}")
-                continue
-            out.score, out.max_score = sum(r.points for r in results), sum(r.max_points for r in results)
-            out.status = "graded"
-            self.results[(out.student, out.assignment)] = results
-            self._write_feedback(out, hand_in, results)
-            self.log(f"        score {out.score:g}/{out.max_score:g}")
+        bar = _progress_bar(len(todo)) if progress and todo else None
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for k, (out, hand_in, results, redact) in enumerate(pool.map(self._run_hand_in, todo), 1):
+                if bar is not None:
+                    bar.update(1)
+                else:
+                    self.log(f"[{k}/{len(todo)}] {out.student}: graded {out.assignment}")
+                if results is None:
+                    continue
+                try:
+                    self._record(out, results)
+                except Exception as error:  # noqa: BLE001 - one hand-in's failure never stops the batch
+                    out.status = "failed"
+                    out.notes.append(f"could not record the grades: {type(error).__name__}: {error}")
+                    continue
+                out.score, out.max_score = sum(r.points for r in results), sum(r.max_points for r in results)
+                out.status = "graded"
+                self.results[(out.student, out.assignment)] = results
+                self._write_feedback(out, hand_in, results)
+                if bar is None:
+                    self.log(f"        score {out.score:g}/{out.max_score:g}")
+        if bar is not None:
+            bar.close()
         for out in outcomes:
             if out.status in ("unreadable", "failed"):
                 write_html(self._feedback_file(out), out.student, out.assignment, [], problem=out.notes[0])
+
+    def _run_hand_in(self, out: Outcome):
+        """One hand-in through the sandbox (a worker thread): the hand-in and its redacted
+        results, or None for the results with the reason in ``out.notes``."""
+        import nbformat
+
+        name = f"{out.assignment}.ipynb"
+        source = nbformat.read(self.course / "solutions" / out.assignment / name, as_version=4)
+        grader_paths = [
+            self.course,
+            Path(sys.prefix),
+            Path(tempfile.gettempdir()),
+            Path(course_lib.__file__).resolve().parent.parent,
+        ]
+        redact = Redactor(secret_lines(source), grader_paths)
+        try:
+            hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
+            results = grade_hand_in(
+                source, hand_in, self.course / "exercises" / out.assignment, self.sandbox, self.timeout, name
+            )
+        except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
+            out.status = "failed"
+            out.notes.append(
+                redact(
+                    f"the notebook could not be graded ({type(error).__name__}: "
+                    f"{str(error)[:200]}); check it by hand or ask for a new hand-in"
+                )
+            )
+            return out, None, None, redact
+        for r in results:
+            r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
+        return out, hand_in, results, redact
 
     def _graded_dir(self, out: Outcome) -> Path:
         return self.course / "autograded" / out.student / out.assignment
@@ -366,6 +385,13 @@ def _last_error(stderr: str) -> str:
     return (lines or stderr.strip().splitlines() or ["(no message)"])[-1][:300]
 
 
+def _progress_bar(total: int):
+    """A progress bar with the rate and time left, on stderr (tqdm)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="hand-in", desc="grading", smoothing=0.1, dynamic_ncols=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -385,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run hand-ins WITHOUT isolation where bubblewrap is missing (trusted hand-ins only)",
     )
     parser.add_argument("--grades", default="grades.csv", help="where to write the grade table")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="hand-ins graded at a time (default: the number of cores)"
+    )
     args = parser.parse_args(argv)
 
     inbox = Path(args.inbox)
@@ -408,8 +437,16 @@ def main(argv: list[str] | None = None) -> int:
     if collected := grader.collected(outcomes):
         print(f"Found {len(collected)} hand-in(s) that nbgrader collect put into submitted/")
         outcomes += collected
-    grader.grade(outcomes, regrade=args.regrade)
+    start = time.perf_counter()
+    grader.grade(outcomes, regrade=args.regrade, jobs=args.jobs, progress=sys.stderr.isatty())
+    elapsed = time.perf_counter() - start
     csv = grader.export(args.grades, outcomes)
+    graded = sum(o.status == "graded" for o in outcomes)
+    per = f", {elapsed / graded:.2f} s per hand-in" if graded else ""
+    print(
+        f"Graded {graded} hand-in(s) with {args.jobs} worker(s) in {elapsed:.1f} s{per}; "
+        f"{sum(o.status in PROBLEMS for o in outcomes)} could not be graded (reasons below)"
+    )
     print(f"Grades of every graded hand-in: {csv}")
     problems = [o for o in outcomes if o.status in PROBLEMS]
     for o in outcomes:

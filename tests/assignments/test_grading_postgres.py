@@ -1,6 +1,6 @@
-"""The gradebook as one setting: grading into a real PostgreSQL server gives exactly what
-grading into the sqlite file gives (grades.csv and every feedback page), and a second run
-changes nothing."""
+"""The gradebook as one setting: grading into a real PostgreSQL server, two hand-ins at a
+time, gives exactly what grading one at a time into the sqlite file gives (grades.csv and
+every feedback page), and a second run changes nothing."""
 
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ def make_class(course):
     return course
 
 
-def grade(course) -> tuple[list[dict], dict[str, str]]:
+def grade(course, jobs: int = 1) -> tuple[list[dict], dict[str, str]]:
     grader = ClassGrader(course, timeout=20, log=lambda *a: None)
     outcomes = grader.collect(course / "submissions")
-    grader.grade(outcomes)
+    grader.grade(outcomes, jobs=jobs)
     grader.export(outcomes=outcomes)
     with open(course / "grades.csv", newline="") as f:
         rows = sorted(csv.DictReader(f), key=lambda r: r["student_id"])
@@ -66,7 +66,7 @@ def test_grading_into_postgresql_matches_sqlite_and_is_idempotent(postgres, tmp_
     monkeypatch.setenv("DB_URL", url)  # for nbgrader's own commands (release, export) too
     course = make_class(tmp_path / "postgres")
     import_roster(read_roster(course / "class.csv"), url, "autodiff-from-scratch")
-    got = grade(course)
+    got = grade(course, jobs=2)  # two hand-ins at a time, each grade written once
     assert not (course / "gradebook.db").exists(), "with DB_URL set, nothing may go to the sqlite file"
     assert got == expected
     rows = {row["student_id"]: row for row in got[0]}

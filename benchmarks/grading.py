@@ -1,0 +1,88 @@
+"""Grading throughput: hand-ins per second with 1 and 2 workers, side by side in one run.
+
+    python benchmarks/grading.py [--sizes 20 100] [--assignment ps01_finite_differences]
+
+Builds a throw-away course (the assignment released as `make release` does) and a class of
+synthetic hand-ins: the solution and each typical mistake of ``tests/mistakes/``, in turn.
+Each class is graded from scratch with 1 and with 2 workers (``make autograde JOBS=n``), the
+sandbox on, as an instructor runs it; the script prints seconds per hand-in, hand-ins per
+second and the speed-up of 2 workers over 1. Wall-clock time, since the work is spread over
+processes. Nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import nbformat  # noqa: E402
+from nbgrader_helpers import answer_cells, fill_in, nbgrader  # noqa: E402
+
+from course_grader.grading import ClassGrader  # noqa: E402
+
+
+def hand_ins(course: Path, assignment: str) -> list:
+    """The solution and each typical mistake, as student notebooks."""
+    name = f"{assignment}.ipynb"
+    source = nbformat.read(course / "solutions" / assignment / name, as_version=4)
+    release = nbformat.read(course / "exercises" / assignment / name, as_version=4)
+    notebooks = [fill_in(release, source, {})]
+    try:
+        mistakes = importlib.import_module(f"mistakes.{assignment}").MISTAKES
+    except ModuleNotFoundError:
+        mistakes = {}
+    answers = answer_cells(source)
+    for mistake in mistakes.values():
+        replace = {k: v for k, v in mistake["replace"].items() if k in answers}
+        notebooks.append(fill_in(release, source, replace))
+    return notebooks
+
+
+def time_class(assignment: str, size: int, jobs: int) -> float:
+    """Seconds to grade a fresh class of ``size`` hand-ins with ``jobs`` workers."""
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
+        course = Path(folder) / "course"
+        course.mkdir()
+        shutil.copy(ROOT / "nbgrader_config.py", course)
+        shutil.copytree(ROOT / "course_grader", course / "course_grader")
+        shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment)
+        nbgrader("generate_assignment", assignment, "--force", cwd=course)
+        kinds = hand_ins(course, assignment)
+        for k in range(size):
+            (course / "submissions" / f"student{k:03d}").mkdir(parents=True)
+            nbformat.write(kinds[k % len(kinds)], course / "submissions" / f"student{k:03d}" / f"{assignment}.ipynb")
+        grader = ClassGrader(course, log=lambda *a: None)
+        start = time.perf_counter()
+        outcomes = grader.collect(course / "submissions")
+        grader.grade(outcomes, jobs=jobs)
+        elapsed = time.perf_counter() - start
+        assert sum(o.status == "graded" for o in outcomes) == size, [o.notes for o in outcomes if o.notes]
+        return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 100])
+    parser.add_argument("--assignment", default="ps01_finite_differences")
+    args = parser.parse_args()
+    os.environ.pop("DB_URL", None)  # the sqlite gradebook of the throw-away course
+    print(f"Grading {args.assignment}, sandbox on, {os.cpu_count()} cores")
+    print(f"{'hand-ins':>9} {'workers':>8} {'s/hand-in':>10} {'hand-ins/s':>11} {'speed-up':>9}")
+    for size in args.sizes:
+        one = time_class(args.assignment, size, 1)
+        two = time_class(args.assignment, size, 2)
+        for jobs, seconds in ((1, one), (2, two)):
+            print(f"{size:>9} {jobs:>8} {seconds / size:>10.2f} {size / seconds:>11.2f} {one / seconds:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
