@@ -222,7 +222,7 @@ class ClassGrader:
         ]
         bar = _progress_bar(len(todo)) if progress and todo else None
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for k, (out, hand_in, results, redact) in enumerate(pool.map(self._run_hand_in, todo), 1):
+            for k, (out, hand_in, results) in enumerate(pool.map(self._run_hand_in, todo), 1):
                 if bar is not None:
                     bar.update(1)
                 else:
@@ -249,7 +249,7 @@ class ClassGrader:
 
     def _run_hand_in(self, out: Outcome):
         """One hand-in through the sandbox (a worker thread): the hand-in and its redacted
-        results, or None for the results with the reason in ``out.notes``."""
+        results, or None for both with the reason in ``out.notes``."""
         import nbformat
 
         name = f"{out.assignment}.ipynb"
@@ -274,10 +274,10 @@ class ClassGrader:
                     f"{str(error)[:200]}); check it by hand or ask for a new hand-in"
                 )
             )
-            return out, None, None, redact
+            return out, None, None
         for r in results:
             r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
-        return out, hand_in, results, redact
+        return out, hand_in, results
 
     def _graded_dir(self, out: Outcome) -> Path:
         return self.course / "autograded" / out.student / out.assignment
