@@ -137,6 +137,9 @@ class Sandbox:
                 cmd += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 cmd += ["--ro-bind", str(path), str(path)]
+        # An empty /tmp first: bubblewrap mounts in order, so Python, the venv or course_lib
+        # living under /tmp (a course cloned there) are bound on top of it, not hidden by it.
+        cmd += ["--tmpfs", "/tmp"]
         for root in _python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
         cmd += [
@@ -144,8 +147,6 @@ class Sandbox:
             "/proc",
             "--dev",
             "/dev",
-            "--tmpfs",
-            "/tmp",
             "--bind",
             str(scratch),
             INSIDE_HOME,

@@ -62,7 +62,11 @@ def postgres() -> Iterator[Callable[[str], str]]:
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def run(*command: str) -> subprocess.CompletedProcess:
-        argv = ["runuser", "-u", account, "--", *command] if account else list(command)
+        argv = (
+            [shutil.which("runuser", path="/usr/sbin:/usr/bin:/sbin:/bin") or "runuser", "-u", account, "--", *command]
+            if account
+            else list(command)
+        )
         proc = subprocess.run(
             argv,
             cwd=folder,

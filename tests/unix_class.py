@@ -26,7 +26,20 @@ BIN = Path(sys.executable).parent
 COURSE_ID = "autodiff-from-scratch"
 
 
+# useradd, groupadd, userdel and runuser live in sbin, which the PATH of a non-login root
+# shell (CI's, say) may not name.
+ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin"
+
+
+def admin(command: str) -> str:
+    """The full path of a system administration command."""
+    found = shutil.which(command, path=ADMIN_PATH)
+    assert found, f"{command} is not installed (Debian's passwd and util-linux packages provide it)"
+    return found
+
+
 def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
+    command = (admin(command[0]), *command[1:])
     proc = subprocess.run(command, capture_output=True, text=True, **kwargs)
     assert proc.returncode == 0, f"{' '.join(command)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -86,7 +99,16 @@ class UnixClass:
             **self.settings_env(),
             **(env or {}),
         }
-        argv = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment.items()), *command]
+        argv = [
+            admin("runuser"),
+            "-u",
+            user,
+            "--",
+            "env",
+            "-i",
+            *(f"{k}={v}" for k, v in environment.items()),
+            *command,
+        ]
         proc = subprocess.run(argv, cwd=cwd or self.home(user), capture_output=True, text=True)
         self.transcript.append(f"{user}$ {' '.join(command)}  -> exit {proc.returncode}")
         if check:
@@ -209,7 +231,7 @@ def remove_class(klass: UnixClass) -> None:
                 pass
         time.sleep(0.3)
     for user in klass.users:
-        subprocess.run(["userdel", user], capture_output=True)
+        subprocess.run([admin("userdel"), user], capture_output=True)
     for group in klass.groups.values():
-        subprocess.run(["groupdel", group], capture_output=True)
+        subprocess.run([admin("groupdel"), group], capture_output=True)
     shutil.rmtree(klass.base, ignore_errors=True)

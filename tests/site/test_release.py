@@ -161,13 +161,21 @@ def test_lock_has_nothing_that_no_requirement_pulls_in():
         assert name in tops or (block and "# via" in block[1]), f"{name} is locked but nothing needs it"
 
 
-def test_the_environment_has_exactly_the_locked_versions():
+def installed() -> list:
+    """The distributions installed in the venv's site-packages: not the copies some packages
+    vendor and put on sys.path when imported (setuptools/_vendor carries its own zipp,
+    importlib_metadata, platformdirs and wheel)."""
+    import sysconfig
     from importlib.metadata import distributions
 
+    return list(distributions(path=[sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+
+
+def test_the_environment_has_exactly_the_locked_versions():
     pins = locked()
     wrong = sorted(
         f"{d.metadata['Name']} {d.version} (lock: {pins[canonicalize_name(d.metadata['Name'])]})"
-        for d in distributions()
+        for d in installed()
         if canonicalize_name(d.metadata["Name"]) in pins
         and d.version.split("+")[0] != pins[canonicalize_name(d.metadata["Name"])]
     )
@@ -176,7 +184,7 @@ def test_the_environment_has_exactly_the_locked_versions():
         r.name
         for r in top_level()
         if r.name not in {"micrograd", "autograd", "selenium"}  # benchmarks, browser set-up
-        and not any(canonicalize_name(d.metadata["Name"]) == canonicalize_name(r.name) for d in distributions())
+        and not any(canonicalize_name(d.metadata["Name"]) == canonicalize_name(r.name) for d in installed())
     )
     assert missing == [], f"set-up did not install {missing}"
 
@@ -185,8 +193,6 @@ def test_every_locked_package_installs_on_the_oldest_supported_python():
     """pip-compile resolves for the Python it runs on: a pin that needs a newer 3.11.x than
     Debian 12's 3.11.2 (soupsieve 4.1 wants >= 3.11.5) breaks set-up there. Read each
     installed package's Requires-Python against the floor pyproject.toml states."""
-    from importlib.metadata import distributions
-
     from packaging.specifiers import SpecifierSet
 
     floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
@@ -195,7 +201,7 @@ def test_every_locked_package_installs_on_the_oldest_supported_python():
     pins = locked()
     too_new = sorted(
         f"{d.metadata['Name']} {d.version} (Requires-Python {d.metadata['Requires-Python']})"
-        for d in distributions()
+        for d in installed()
         if canonicalize_name(d.metadata["Name"]) in pins
         and d.metadata["Requires-Python"]
         and not SpecifierSet(d.metadata["Requires-Python"]).contains(oldest)
