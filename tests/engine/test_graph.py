@@ -305,7 +305,7 @@ def test_module_exports_the_plan_api():
         "forward",
         "reverse",
     ):
-        assert callable(getattr(graph, name))
+        assert callable(getattr(graph, name)) and name in graph.__all__
 
 
 # ---- drawings -----------------------------------------------------------------------------------
