@@ -27,6 +27,7 @@ transform still sees every path through the identity node back to its own input.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,23 +125,48 @@ def vjp(f: Callable[[Tensor], Any], x: Any, allow_unused: bool = False) -> tuple
     return y, vjp_fn
 
 
-def jvp(f: Callable[[Tensor], Any], x: Any, v: Any, allow_unused: bool = False) -> tuple[Tensor, Tensor]:
-    """``(f(x), J v)``: the Jacobian-vector product (the directional derivative along ``v``).
+def jvp(
+    f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], allow_unused: bool = False
+) -> tuple[Tensor, Tensor]:
+    """``(f(*primals), J · tangents)``: the Jacobian-vector product (the directional derivative).
 
-    Done with reverse mode only, by the *double-VJP trick*: ``u -> vjp_fn(u) = J^T u`` is
-    a linear function of a dummy cotangent ``u``, recorded in the graph; its own VJP with
-    ``v`` is ``(J^T)^T v = J v``. It costs two reverse sweeps instead of one forward-mode
-    pass (:mod:`course_lib.forward` does the forward-mode version with dual numbers).
-    ``allow_unused`` is as in :func:`vjp`.
+    Same convention as :func:`course_lib.forward.jvp` and ``jax.jvp``: ``primals`` and
+    ``tangents`` are tuples of the same length, one tangent per argument of ``f``, each
+    of its argument's shape; ``J · tangents`` sums the contributions of all arguments.
+
+    Done with reverse mode only, by the *double-VJP trick*: ``u -> J^T u`` is a linear
+    function of a dummy cotangent ``u``, recorded in the graph; its own VJP with the
+    tangents is ``(J^T)^T v = J v``. It costs two reverse sweeps instead of one
+    forward-mode pass (:mod:`course_lib.forward` does the forward-mode version with dual
+    numbers). ``allow_unused`` is as in :func:`vjp`. The older call ``jvp(f, x, v)`` for
+    one argument still works but is deprecated.
     """
-    y, vjp_fn = vjp(f, x, allow_unused)
+    if not isinstance(primals, (tuple, list)):
+        warnings.warn(
+            "jvp(f, x, v) is deprecated: pass tuples, jvp(f, (x,), (v,)), as forward.jvp and jax.jvp do",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        primals, tangents = (primals,), (tangents,)
+    if not isinstance(tangents, (tuple, list)) or len(tangents) != len(primals):
+        given = f"{len(tangents)} tangent(s)" if isinstance(tangents, (tuple, list)) else "tangents that are no tuple"
+        raise ValueError(
+            f"jvp needs one tangent per primal, as tuples of the same length, e.g. jvp(f, (x,), (v,)); "
+            f"got {len(primals)} primal(s) and {given}"
+        )
     with set_grad_enabled(True):
-        v = v if isinstance(v, Tensor) else Tensor(v)
-        x_shape = np.shape(x.data if isinstance(x, Tensor) else x)
-        if v.shape != x_shape:
-            raise ValueError(f"jvp: the tangent v has shape {v.shape} but x has shape {x_shape}; they must match")
+        inputs = tuple(_fresh_input(x) for x in primals)
+        directions = tuple(t if isinstance(t, Tensor) else Tensor(t) for t in tangents)
+        for k, (x, t) in enumerate(zip(inputs, directions)):
+            if t.shape != x.shape:
+                raise ValueError(
+                    f"jvp: tangent {k} has shape {t.shape} but primal {k} has shape {x.shape}; they must match"
+                )
+        y = _output(f(*inputs), "jvp")
         u = Tensor(np.zeros(y.shape), requires_grad=True)
-        return y, gradients(vjp_fn(u), (u,), seed=v, create_graph=True, allow_unused=allow_unused)[0]
+        cotangents = gradients(y, inputs, seed=u, create_graph=True, allow_unused=allow_unused)  # J_k^T u
+        pairing = sum((c * t).sum() for c, t in zip(cotangents, directions))  # sum_k <J_k^T u, t_k>, linear in u
+        return y, gradients(pairing, (u,), create_graph=True, allow_unused=allow_unused)[0]
 
 
 def jacobian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False) -> Callable[..., Tensor]:

@@ -3,7 +3,8 @@
 Each wrapping function (``add``, ``mul``, ``log``, ...) computes a value, creates one
 :class:`Node` for it and links the node to its parents in both directions. It also
 stores the local derivatives d node / d parent right away, while the parents' values
-are at hand: both sweeps only combine these numbers with the chain rule.
+are at hand: both sweeps only combine these numbers with the chain rule. The value and
+the local derivatives of every primitive are written once, in :data:`PRIMITIVES`.
 
 - ``forward(x)`` visits the nodes reachable from ``x`` (parents before children) and
   sets ``partial_derivative`` to d node / d x.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import re
 import unicodedata
 from operator import attrgetter
 
@@ -26,6 +28,8 @@ from course_lib.toposort import postorder
 
 __all__ = [
     "Node",
+    "PRIMITIVES",
+    "maths",
     "add",
     "sub",
     "mul",
@@ -88,12 +92,46 @@ def _as_node(x: Node | float, function: str) -> Node:
     raise TypeError(f"{function}() takes Nodes or numbers, got {type(x).__name__}.")
 
 
-def _new_node(operator: str, parents: list[Node], value: float, grad_wrt_parents: list[float]) -> Node:
-    """Create the node for one operation and link it into the graph."""
-    node = Node(value)
+# Every primitive in one row: its value and its local derivative with respect to each
+# parent, written once, as Python formulas over the parents' values ``a`` and ``b``.
+# The wrapping functions evaluate them; the chapters' tables print them (``maths``).
+PRIMITIVES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "add": ("a + b", ("1", "1")),
+    "sub": ("a - b", ("1", "-1")),
+    "mul": ("a * b", ("b", "a")),
+    "div": ("a / b", ("1/b", "-a/b**2")),
+    "log": ("log(a)", ("1/a",)),
+    "sin": ("sin(a)", ("cos(a)",)),
+    "cos": ("cos(a)", ("-sin(a)",)),
+    "exp": ("exp(a)", ("exp(a)",)),
+}
+_MATH = {"__builtins__": {}, "log": math.log, "sin": math.sin, "cos": math.cos, "exp": math.exp}
+
+
+def _evaluate(formula: str, parents: list[Node]) -> float:
+    """The number a formula of :data:`PRIMITIVES` gives for these parents."""
+    return float(eval(formula, _MATH, dict(zip("ab", (p.value for p in parents)))))
+
+
+def maths(formula: str) -> str:
+    """A formula of :data:`PRIMITIVES` as the chapters print it, with the parents as
+    ``{0}``, ``{1}``: ``"-a/b**2"`` becomes ``"−{0}/{1}²"``, ``"cos(a)"`` ``"cos {0}"``."""
+    text = re.sub(r"\b[ab]\b", lambda m: f"{{{'ab'.index(m.group())}}}", formula)
+    text = re.sub(r"(\w+)\((.*?)\)", r"\1 \2", text)
+    return text.replace("**2", "²").replace("*", "×").replace("-", "−")
+
+
+def _new_node(operator: str, parents: list[Node]) -> Node:
+    """Create the node for one operation and link it into the graph.
+
+    The value and the local derivatives are computed now, while the parents' values are
+    at hand; both sweeps later only combine the stored numbers with the chain rule.
+    """
+    value, local_derivatives = PRIMITIVES[operator]
+    node = Node(_evaluate(value, parents))
     node.operator = operator
     node.parent_nodes = parents
-    node.grad_wrt_parents = grad_wrt_parents
+    node.grad_wrt_parents = [_evaluate(d, parents) for d in local_derivatives]
     for parent in dict.fromkeys(parents):  # x * x: link x -> node once, not twice
         parent.child_nodes.append(node)
     return node
@@ -103,56 +141,49 @@ def _new_node(operator: str, parents: list[Node], value: float, grad_wrt_parents
 
 
 def add(a: Node | float, b: Node | float) -> Node:
-    """The node ``a + b``; its local derivatives are 1 and 1."""
-    a, b = _as_node(a, "add"), _as_node(b, "add")
-    return _new_node("add", [a, b], a.value + b.value, [1.0, 1.0])
+    """The node ``a + b``."""
+    return _new_node("add", [_as_node(a, "add"), _as_node(b, "add")])
 
 
 def sub(a: Node | float, b: Node | float) -> Node:
-    """The node ``a - b``; its local derivatives are 1 and -1."""
-    a, b = _as_node(a, "sub"), _as_node(b, "sub")
-    return _new_node("sub", [a, b], a.value - b.value, [1.0, -1.0])
+    """The node ``a - b``."""
+    return _new_node("sub", [_as_node(a, "sub"), _as_node(b, "sub")])
 
 
 def mul(a: Node | float, b: Node | float) -> Node:
-    """The node ``a * b``; its local derivatives are ``b`` and ``a``."""
-    a, b = _as_node(a, "mul"), _as_node(b, "mul")
-    return _new_node("mul", [a, b], a.value * b.value, [b.value, a.value])
+    """The node ``a * b``."""
+    return _new_node("mul", [_as_node(a, "mul"), _as_node(b, "mul")])
 
 
 def div(a: Node | float, b: Node | float) -> Node:
-    """The node ``a / b``; its local derivatives are ``1/b`` and ``-a/b**2``."""
+    """The node ``a / b``, for ``b != 0``."""
     a, b = _as_node(a, "div"), _as_node(b, "div")
     if b.value == 0:
         raise ZeroDivisionError("div(a, b) with b.value == 0: the quotient and its derivatives are undefined.")
-    return _new_node("div", [a, b], a.value / b.value, [1.0 / b.value, -a.value / b.value**2])
+    return _new_node("div", [a, b])
 
 
 def log(a: Node | float) -> Node:
-    """The node ``log(a)`` for ``a > 0``; its local derivative is ``1/a``."""
+    """The node ``log(a)``, for ``a > 0``."""
     a = _as_node(a, "log")
     if a.value <= 0:
         raise ValueError(f"log() needs a positive input, got {a.value}.")
-    return _new_node("log", [a], math.log(a.value), [1.0 / a.value])
+    return _new_node("log", [a])
 
 
 def sin(a: Node | float) -> Node:
-    """The node ``sin(a)``; its local derivative is ``cos(a)``."""
-    a = _as_node(a, "sin")
-    return _new_node("sin", [a], math.sin(a.value), [math.cos(a.value)])
+    """The node ``sin(a)``."""
+    return _new_node("sin", [_as_node(a, "sin")])
 
 
 def cos(a: Node | float) -> Node:
-    """The node ``cos(a)``; its local derivative is ``-sin(a)``."""
-    a = _as_node(a, "cos")
-    return _new_node("cos", [a], math.cos(a.value), [-math.sin(a.value)])
+    """The node ``cos(a)``."""
+    return _new_node("cos", [_as_node(a, "cos")])
 
 
 def exp(a: Node | float) -> Node:
-    """The node ``exp(a)``; its local derivative is ``exp(a)``."""
-    a = _as_node(a, "exp")
-    value = math.exp(a.value)
-    return _new_node("exp", [a], value, [value])
+    """The node ``exp(a)``."""
+    return _new_node("exp", [_as_node(a, "exp")])
 
 
 # ---- topological orders and sweeps -------------------------------------------------------
@@ -214,29 +245,12 @@ def reverse(y: Node) -> list[Node]:
 
 # ---- tables for the chapters ---------------------------------------------------------------
 
-# How each operator is written, and its local derivative with respect to each parent,
-# as templates over the parents' names {0}, {1}.
-_EXPRESSIONS = {
-    "add": "{0} + {1}",
-    "sub": "{0} − {1}",
-    "mul": "{0} × {1}",
-    "div": "{0} / {1}",
-    "log": "log {0}",
-    "sin": "sin {0}",
-    "cos": "cos {0}",
-    "exp": "exp {0}",
-}
-_LOCAL_DERIVATIVES = {
-    "add": ["1", "1"],
-    "sub": ["1", "−1"],
-    "mul": ["{1}", "{0}"],
-    "div": ["1/{1}", "−{0}/{1}²"],
-    "log": ["1/{0}"],
-    "sin": ["cos {0}"],
-    "cos": ["−sin {0}"],
-    "exp": ["exp {0}"],
-}
 _DOT, _BAR = "\u0307", "\u0304"  # combining dot (tangent) and bar (adjoint) above a letter
+
+
+def _local_derivatives(node: Node) -> list[str]:
+    """The printed local derivatives of ``node`` with respect to its parents, as templates."""
+    return [maths(d) for d in PRIMITIVES[node.operator][1]]
 
 
 def evaluation_order(*outputs: Node) -> list[Node]:
@@ -314,7 +328,7 @@ def evaluation_trace(y: Node) -> list[tuple[str, str, float]]:
             rows.append((names[id(node)], "", node.value))
         else:
             parents = [names[id(p)] for p in node.parent_nodes]
-            rows.append((names[id(node)], _EXPRESSIONS[node.operator].format(*parents), node.value))
+            rows.append((names[id(node)], maths(PRIMITIVES[node.operator][0]).format(*parents), node.value))
     return rows
 
 
@@ -333,7 +347,7 @@ def tangent_table(x: Node, y: Node) -> list[tuple[str, str, float]]:
             parents = [names[id(p)] for p in node.parent_nodes]
             terms = [
                 _chain_term(factor.format(*parents), _mark(names[id(p)], _DOT))
-                for p, factor in zip(node.parent_nodes, _LOCAL_DERIVATIVES[node.operator])
+                for p, factor in zip(node.parent_nodes, _local_derivatives(node))
                 if p.operator != "const"  # a constant's tangent is 0
             ]
             expression = _sum_terms(terms) if terms else "0"
@@ -357,7 +371,7 @@ def adjoint_table(y: Node) -> list[tuple[str, str, float]]:
             if id(child) not in ancestors:
                 continue
             parents = [names[id(p)] for p in child.parent_nodes]
-            for p, factor in zip(child.parent_nodes, _LOCAL_DERIVATIVES[child.operator]):
+            for p, factor in zip(child.parent_nodes, _local_derivatives(child)):
                 if p is node:
                     terms.append(_chain_term(factor.format(*parents), _mark(names[id(child)], _BAR)))
         expression = "" if node is y else _sum_terms(terms)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 from course_lib.toposort import interior_postorder, postorder
 
-__all__ = ["Value"]
+__all__ = ["Value", "record"]
 
 _parents_of = attrgetter("_parents")
 
@@ -52,13 +53,25 @@ class Value:
     __slots__ = ("data", "grad", "label", "_parents", "_op", "_backward")
     __array_ufunc__ = None  # ``np.float64(2) * v`` defers to Value.__rmul__ instead of NumPy
 
-    def __init__(self, data: float, label: str = "", _parents: tuple[Value, ...] = (), _op: str = "") -> None:
+    def __init__(self, data: float, label: str = "", *old_parents_and_op: Any) -> None:
+        """A leaf: a number of your own, with an optional ``label`` for drawings.
+
+        Operations make the other nodes with :func:`record`. (The older spelling
+        ``Value(data, label, parents, op)`` still works but is deprecated.)
+        """
         self.data = data if type(data) is float else _as_float(data)
         self.grad = 0.0
         self.label = label
-        self._parents = _parents
-        self._op = _op
+        self._parents: tuple[Value, ...] = ()
+        self._op = ""
         self._backward: Callable[[float], None] = _no_backward
+        if old_parents_and_op:
+            warnings.warn(
+                "Value(data, label, parents, op) is deprecated: make a computed node with record(op, data, parents)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self._parents, self._op = (*old_parents_and_op, "")[:2]
 
     def __repr__(self) -> str:
         label = f", label={self.label!r}" if self.label else ""
@@ -70,7 +83,7 @@ class Value:
         other = other if isinstance(other, Value) else _lift(other)
         if other is NotImplemented:
             return NotImplemented
-        out = Value(self.data + other.data, "", (self, other), "+")
+        out = record("add", self.data + other.data, (self, other))
 
         def _backward(grad: float, self=self, other=other) -> None:
             self.grad += grad
@@ -84,11 +97,11 @@ class Value:
         if other is NotImplemented:
             return NotImplemented
         x, y = self.data, other.data
-        out = Value(x * y, "", (self, other), "*")
+        out = record("mul", x * y, (self, other))
 
         def _backward(grad: float, self=self, other=other, x=x, y=y) -> None:
             if self.data is not x or other.data is not y:
-                raise _changed("*", self, x, other, y)
+                raise _changed("mul", self, x, other, y)
             self.grad += y * grad
             other.grad += x * grad
 
@@ -101,11 +114,11 @@ class Value:
             return NotImplemented
         y = other.data
         out_data = self.data / y
-        out = Value(out_data, "", (self, other), "/")
+        out = record("div", out_data, (self, other))
 
         def _backward(grad: float, self=self, other=other, y=y, out_data=out_data) -> None:
             if other.data is not y:
-                raise _changed("/", other, y)
+                raise _changed("div", other, y)
             self.grad += grad / y
             other.grad -= grad * out_data / y  # d(a/b)/db = -a/b**2 = -(a/b)/b
 
@@ -124,12 +137,11 @@ class Value:
         data = x**exponent
         if isinstance(data, complex):
             raise ValueError(f"{x} ** {exponent} is not a real number: a negative base needs an integer exponent.")
-        op = f"**{exponent:g}"
-        out = Value(data, "", (self,), op)
+        out = record("pow", data, (self,))
 
-        def _backward(grad: float, self=self, x=x, exponent=exponent, op=op) -> None:
+        def _backward(grad: float, self=self, x=x, exponent=exponent) -> None:
             if self.data is not x:
-                raise _changed(op, self, x)
+                raise _changed("pow", self, x)
             self.grad += exponent * x ** (exponent - 1) * grad
 
         out._backward = _backward
@@ -157,7 +169,7 @@ class Value:
     # ---- unary operations ----------------------------------------------------------
 
     def __neg__(self) -> Value:
-        out = Value(-self.data, "", (self,), "neg")
+        out = record("neg", -self.data, (self,))
 
         def _backward(grad: float, self=self) -> None:
             self.grad -= grad
@@ -166,7 +178,7 @@ class Value:
         return out
 
     def exp(self) -> Value:
-        out = Value(math.exp(self.data), "", (self,), "exp")
+        out = record("exp", math.exp(self.data), (self,))
         out_data = out.data
 
         def _backward(grad: float, self=self, out_data=out_data) -> None:
@@ -179,7 +191,7 @@ class Value:
         x = self.data
         if x <= 0:
             raise ValueError(f"log() needs a positive input, got {x}: shift or clamp the argument first.")
-        out = Value(math.log(x), "", (self,), "log")
+        out = record("log", math.log(x), (self,))
 
         def _backward(grad: float, self=self, x=x) -> None:
             if self.data is not x:
@@ -191,7 +203,7 @@ class Value:
 
     def sin(self) -> Value:
         x = self.data
-        out = Value(math.sin(x), "", (self,), "sin")
+        out = record("sin", math.sin(x), (self,))
 
         def _backward(grad: float, self=self, x=x) -> None:
             if self.data is not x:
@@ -203,7 +215,7 @@ class Value:
 
     def cos(self) -> Value:
         x = self.data
-        out = Value(math.cos(x), "", (self,), "cos")
+        out = record("cos", math.cos(x), (self,))
 
         def _backward(grad: float, self=self, x=x) -> None:
             if self.data is not x:
@@ -214,7 +226,7 @@ class Value:
         return out
 
     def tanh(self) -> Value:
-        out = Value(math.tanh(self.data), "", (self,), "tanh")
+        out = record("tanh", math.tanh(self.data), (self,))
         out_data = out.data
 
         def _backward(grad: float, self=self, out_data=out_data) -> None:
@@ -225,7 +237,7 @@ class Value:
 
     def relu(self) -> Value:
         x = self.data
-        out = Value(x if x > 0 else 0.0, "", (self,), "relu")
+        out = record("relu", x if x > 0 else 0.0, (self,))
 
         def _backward(grad: float, self=self, x=x) -> None:
             if self.data is not x:
@@ -239,7 +251,7 @@ class Value:
     def sigmoid(self) -> Value:
         x = self.data  # two forms, so exp never overflows
         s = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-        out = Value(s, "", (self,), "sigmoid")
+        out = record("sigmoid", s, (self,))
 
         def _backward(grad: float, self=self, s=s) -> None:
             self.grad += s * (1.0 - s) * grad
@@ -263,9 +275,31 @@ class Value:
             node._backward(node.grad)
 
     def zero_grad(self) -> None:
-        """Set ``.grad`` to 0 on every node of this Value's graph, leaves included."""
+        """Forget the accumulated gradients of this Value's graph: ``.grad = 0.0`` on every
+        node, leaves included (a float gradient's empty state; ``Tensor.zero_grad`` and
+        ``SGD.zero_grad`` set ``None``)."""
         for node in postorder(self, _parents_of):
             node.grad = 0.0
+
+
+_new_object = object.__new__
+
+
+def record(op: str, data: float, parents: tuple[Value, ...]) -> Value:
+    """A new node: the Value ``data`` computed by ``op`` from ``parents`` (in order).
+
+    Every operation makes its result this way and then sets the result's
+    ``_backward(grad)``; an operation of your own does the same (chapter 7 adds
+    ``cube``). The name mirrors :func:`course_lib.tensor.record` of the Tensor engine.
+    """
+    out = _new_object(Value)
+    out.data = data if type(data) is float else _as_float(data)
+    out.grad = 0.0
+    out.label = ""
+    out._parents = parents
+    out._op = op
+    out._backward = _no_backward
+    return out
 
 
 def _as_float(data: object) -> float:

@@ -268,8 +268,9 @@ class Tensor:
         return self
 
     def zero_grad(self) -> None:
-        """Set the accumulated gradient to zeros of this Tensor's shape."""
-        self.grad = np.zeros_like(self._data)
+        """Forget the accumulated gradient (``.grad = None``), as ``Module.zero_grad`` and
+        ``SGD.zero_grad`` do for every parameter; the next backward pass starts afresh."""
+        self.grad = None
 
     # -- backward ---------------------------------------------------------------------
     def backward(self, grad: Any = None) -> None:

@@ -34,7 +34,16 @@ import numpy as np
 from course_lib.graph import evaluation_order, node_names
 from course_lib.toposort import postorder
 
-__all__ = ["draw_graph"]
+__all__ = ["draw_graph", "op_symbol"]
+
+# Both engines name their operations alike ("add", "mul", ...); drawings show the symbols.
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
+
+
+def op_symbol(op: str) -> str:
+    """How a drawing writes the operation ``op``: ``"mul"`` as ``*``, ``"tanh"`` as itself."""
+    return _SYMBOLS.get(op, op)
+
 
 FONT_SIZE = "14"  # points; the book's body text is 12 pt (16 px)
 HIGHLIGHT = "#ffd27f"  # fill of the node a sweep is working on
@@ -161,7 +170,7 @@ def _draw_value_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None
         dot.node(ids[id(node)], style.label(fields), shape="record", **style.fill(node))
         if node._op:
             op_id = ids[id(node)] + "_op"
-            dot.node(op_id, _escape(node._op), shape="ellipse", width="0.3", height="0.3", margin="0.02")
+            dot.node(op_id, _escape(op_symbol(node._op)), shape="ellipse", width="0.3", height="0.3", margin="0.02")
             dot.edge(op_id, ids[id(node)])
             for parent in node._parents:
                 dot.edge(ids[id(parent)], op_id)

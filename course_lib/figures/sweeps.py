@@ -18,7 +18,7 @@ from course_lib import graph
 from course_lib.graph import Node
 from course_lib.scalar import Value
 from course_lib.toposort import postorder
-from course_lib.viz import draw_graph
+from course_lib.viz import draw_graph, op_symbol
 
 
 class Frames(list):
@@ -85,10 +85,10 @@ def _push_steps(root: Value, digits: int) -> Frames:
         received = []
         for parent in dict.fromkeys(node._parents):
             known[id(parent)] = parent.grad
-            name = parent.label or f"({parent._op})"
+            name = parent.label or f"({op_symbol(parent._op)})"
             received.append(f"{name} += {parent.grad - before[id(parent)]:.{digits}f}")
         caption = (
-            f"step {k}: {node.label or f'({node._op})'}._backward() with grad {node.grad:.{digits}f}\n"
+            f"step {k}: {node.label or f'({op_symbol(node._op)})'}._backward() with grad {node.grad:.{digits}f}\n"
             + ", ".join(received)
         )
         frames.append(draw_graph(root, highlight=[node], grads=dict(known), title=caption, digits=digits))

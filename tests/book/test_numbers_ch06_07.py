@@ -21,7 +21,7 @@ from paths import ROOT
 
 from course_lib import toposort
 from course_lib.check import GradcheckError, gradcheck, numerical_grad
-from course_lib.scalar import Value
+from course_lib.scalar import Value, record
 
 CH06 = ROOT / "book" / "06_topological_order.ipynb"
 CH07 = ROOT / "book" / "07_optimisation.ipynb"
@@ -322,7 +322,7 @@ def test_ch07_rosenbrock_bound_is_local(gradient_descent):
 
 def test_ch07_gradcheck_catches_a_wrong_backward_rule():
     def cube(v, wrong):
-        out = Value(v.data**3, "", (v,), "cube")
+        out = record("cube", v.data**3, (v,))
         slope = (2 if wrong else 3) * v.data**2
 
         def _backward(grad):

@@ -357,3 +357,27 @@ def test_draw_graph_refuses_other_objects():
 
     with pytest.raises(TypeError, match="draws graph.Node, scalar.Value or Tensor objects, got float"):
         draw_graph(1.0)
+
+
+@pytest.mark.parametrize("operator", sorted(graph.PRIMITIVES))
+def test_each_primitive_states_its_derivatives_once_and_they_are_right(operator):
+    """The wrapping function of every row of PRIMITIVES exists, and the local derivatives
+    it stores match central differences of the row's own value formula."""
+    value, local_derivatives = graph.PRIMITIVES[operator]
+    wrap = getattr(graph, operator)
+    point = [1.3, 0.7][: len(local_derivatives)]
+    node = wrap(*[Node(v) for v in point])
+    assert node.operator == operator and len(node.grad_wrt_parents) == len(point)
+    h = 1e-6
+    for i, stored in enumerate(node.grad_wrt_parents):
+        up, down = list(point), list(point)
+        up[i] += h
+        down[i] -= h
+        slope = (wrap(*up).value - wrap(*down).value) / (2 * h)
+        assert stored == pytest.approx(slope, rel=1e-6), (operator, i)
+
+
+def test_primitives_print_in_maths_notation():
+    assert graph.maths("-a/b**2") == "−{0}/{1}²"
+    assert graph.maths("a * b") == "{0} × {1}"
+    assert graph.maths("cos(a)") == "cos {0}"

@@ -51,7 +51,7 @@ def test_item_and_float_are_documented_exits_and_grad_says_so_instead_of_returni
     [
         lambda f, x: grad(lambda t: f(t).sum())(x),
         lambda f, x: vjp(f, x)[1](np.ones(2)),
-        lambda f, x: jvp(f, x, np.ones(2)),
+        lambda f, x: jvp(f, (x,), (np.ones(2),)),
         lambda f, x: jacobian(f)(x),
         lambda f, x: hessian(lambda t: f(t).sum())(x),
     ],
@@ -94,7 +94,7 @@ def test_a_numpy_rule_declared_first_order_gives_first_derivatives_and_refuses_t
     with pytest.raises(RuntimeError, match=r"'test_cube' has a first-order VJP rule.*Tensor operations"):
         grad(grad(lambda x: cube_op(x).sum()))(np.array([2.0]))  # was 0, silently
     with pytest.raises(RuntimeError, match="first-order"):
-        jvp(cube_op, np.array([2.0]), np.array([1.0]))  # was a silent zero
+        jvp(cube_op, (np.array([2.0]),), (np.array([1.0]),))  # was a silent zero
 
 
 def test_a_rule_returning_a_numpy_array_is_first_order_without_declaring_it(cube_op):
@@ -110,7 +110,7 @@ def test_a_rule_written_with_tensor_operations_is_differentiable_to_any_order(cu
     d3 = grad(grad(grad(lambda x: cube_op(x).sum())))
     assert d2(np.array([2.0])).data.tolist() == [12.0]
     assert d3(np.array([2.0])).data.tolist() == [6.0]
-    assert jvp(cube_op, np.array([2.0]), np.array([1.0]))[1].data.tolist() == [12.0]
+    assert jvp(cube_op, (np.array([2.0]),), (np.array([1.0]),))[1].data.tolist() == [12.0]
 
 
 # ----------------------------------------------------------------------------- validation

@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib.scalar import Value
+from course_lib.scalar import Value, record
 
 
 def grads(*values: Value) -> tuple[float, ...]:
@@ -29,10 +29,20 @@ def test_integers_are_stored_as_floats_and_label_is_kept():
     assert type(Value(np.int64(2)).data) is float
 
 
+def test_operations_make_nodes_with_record_and_the_old_constructor_is_deprecated():
+    a = Value(2.0)
+    cube = record("cube", a.data**3, (a,))
+    assert (cube.data, cube._parents, cube._op, cube.grad, cube.label) == (8.0, (a,), "cube", 0.0, "")
+    with pytest.warns(DeprecationWarning, match=r"record\(op, data, parents\)"):
+        old = Value(8.0, "", (a,), "cube")
+    assert (old._parents, old._op) == ((a,), "cube")
+    assert [(a * a)._op, (a + 1)._op, (a / 2)._op, (a**3)._op] == ["mul", "add", "div", "pow"]  # as in Tensor
+
+
 def test_parents_are_an_ordered_tuple_and_keep_repeats():
     a, b = Value(1.0), Value(2.0)
     q = a / b
-    assert q._parents == (a, b) and q._op == "/"
+    assert q._parents == (a, b) and q._op == "div"
     r = b / a
     assert r._parents == (b, a)
     sq = a * a
@@ -44,7 +54,7 @@ def test_parents_are_an_ordered_tuple_and_keep_repeats():
 def test_subtraction_is_addition_of_the_negation():
     a, b = Value(5.0), Value(2.0)
     d = a - b
-    assert d._op == "+" and d._parents[0] is a
+    assert d._op == "add" and d._parents[0] is a
     neg = d._parents[1]
     assert neg._op == "neg" and neg._parents == (b,)
     d.backward()
