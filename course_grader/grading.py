@@ -246,6 +246,7 @@ class ClassGrader:
         for out in outcomes:
             if out.status in ("unreadable", "failed"):
                 write_html(self._feedback_file(out), out.student, out.assignment, [], problem=out.notes[0])
+                self._carry_submission_files(out)
 
     def _run_hand_in(self, out: Outcome):
         """One hand-in through the sandbox (a worker thread): the hand-in and its redacted
@@ -324,6 +325,19 @@ class ClassGrader:
         folder = self._graded_dir(out)
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(graded, folder / f"{out.assignment}.ipynb")
+        self._carry_submission_files(out)
+
+    def _carry_submission_files(self, out: Outcome) -> None:
+        """Copy what ``nbgrader collect`` stored next to a hand-in (its timestamp and the
+        secret of the student's submission) to ``autograded/`` and ``feedback/``, as
+        nbgrader's own autograde does: ``nbgrader release_feedback`` needs both to hand
+        our feedback page to the student who submitted."""
+        submitted = self.course / "submitted" / out.student / out.assignment
+        for name in ("timestamp.txt", "submission_secret.txt"):
+            if (submitted / name).is_file():
+                for folder in (self._graded_dir(out), self._feedback_file(out).parent):
+                    folder.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(submitted / name, folder / name)
 
     @property
     def db_url(self) -> str:

@@ -165,6 +165,7 @@ def test_hand_ins_that_nbgrader_collect_put_into_submitted_are_graded_once(grade
     folder.mkdir(parents=True)
     nbformat.write(solved, folder / f"{ASSIGNMENT}.ipynb")
     (folder / "timestamp.txt").write_text("2026-11-25 09:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text("0123456789abcdef")
     found = grader.collected()
     assert [(o.student, o.status) for o in found if o.student == "zoe_on_the_hub"] == [("zoe_on_the_hub", "unchanged")]
     grader.grade(found)
@@ -173,6 +174,18 @@ def test_hand_ins_that_nbgrader_collect_put_into_submitted_are_graded_once(grade
     again = grader.collected()
     grader.grade(again)
     assert all(o.status == "unchanged" for o in again), "graded once, not again"
+
+    # nbgrader release_feedback hands out *our* feedback page: it needs the timestamp and
+    # the submission's secret beside it, as nbgrader's own autograde leaves them.
+    page = course / "feedback" / "zoe_on_the_hub" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        assert (page.parent / name).read_text() == (folder / name).read_text()
+        assert (course / "autograded" / "zoe_on_the_hub" / ASSIGNMENT / name).read_text() == (folder / name).read_text()
+    exchange = course.parent / "exchange"
+    exchange.mkdir()
+    nbgrader("release_feedback", ASSIGNMENT, "--student=zoe_on_the_hub", f"--Exchange.root={exchange}", cwd=course)
+    [released] = (exchange / "autodiff-from-scratch" / "feedback").glob("*.html")
+    assert released.read_bytes() == page.read_bytes()
 
 
 def test_command_line_reports_missing_inbox(tmp_path, capsys):
