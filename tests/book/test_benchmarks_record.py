@@ -211,7 +211,7 @@ def test_measurement_functions_run_on_tiny_sizes(record_module, results):
 
 
 def test_objective_gives_the_same_gradient_in_every_engine(record_module):
-    candidates = record_module.gradient_candidates(5)
+    candidates = record_module.workloads.gradient_candidates(5)
     exact = candidates["reverse mode"]()
     assert np.allclose(candidates["forward mode"](), exact, atol=1e-12)
     assert np.allclose(candidates["central differences"](), exact, atol=1e-8)
