@@ -3,7 +3,8 @@
 ``numbers(text)`` reads every number written in markdown or LaTeX (``-0.297``, ``$-0.297$``,
 ``22,717``, ``2{,}800``, ``$3 \\times 10^{-9}$``, ``10^6``, ``1e-12``) together with the precision
 it is written to; ``mentions(text, value)`` says whether the text states ``value`` to that precision
-(``0.670`` states 0.6698, ``26`` states 26.34, ``2,800`` states 2829); ``near=`` narrows the
+(``0.670`` states 0.6698, ``26`` states 26.34, ``2,800`` states 2829: trailing zeros count as
+rounding only in numbers written with a thousands separator); ``near=`` narrows the
 search to a window around a short key token (a unit, a symbol, a name), so that small numbers
 are looked for where the fact is stated rather than anywhere in the chapter.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-_TIMES_TEN = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×)\s*10\^\{?([-−]?\d+)\}?")
+_TIMES_TEN = re.compile(r"(?<![\w^{.])(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×)\s*10\^\{?([-−]?\d+)\}?")
 _POWER_OF_TEN = re.compile(r"(?<![\d.])10\^\{?([-−]?\d+)\}?")
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.(\d+))?(?:[eE]([-+−]?\d+))?")
 
@@ -36,7 +37,8 @@ def numbers(text: str) -> list[tuple[float, float]]:
         if "." in digits:
             unit = 10.0 ** -len(digits.split(".")[1])
         else:
-            unit = 10.0 ** (len(digits) - len(digits.rstrip("0"))) if digits.strip("0") else 1.0
+            rounded = "," in mantissa and digits.strip("0")  # 2,800 is rounded, 200 is not
+            unit = 10.0 ** (len(digits) - len(digits.rstrip("0"))) if rounded else 1.0
         scale = 10.0 ** int(exponent) if exponent else 1.0
         found.append((float(written.replace(",", "")), unit * scale / 2))
     return found

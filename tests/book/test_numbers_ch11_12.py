@@ -204,8 +204,8 @@ def test_ch11_simulation_converges_at_second_order(ch11_text):
     # The prose: at the default step of 0.01 s the height is off by about 0.03 mm.
     error_mm = abs(hoop_height(*START_SHOT, DRAG).item() - reference) * 1e3
     assert error_mm == pytest.approx(0.03, abs=0.005)
-    assert DT == 0.01 and mentions(markdown(CH11), DT, near="default step")
-    assert mentions(markdown(CH11), error_mm, near="mm")
+    assert DT == 0.01 and mentions(markdown(CH11), DT, near="default step", within=30)
+    assert mentions(markdown(CH11), error_mm, near="off by", within=30)
 
 
 def test_ch11_simulation_gradient_against_finite_differences(ch11_text):
@@ -249,9 +249,9 @@ def test_ch11_descent_with_drag(drag_history, hit, ch11_text):
     assert (h.v[-1] - hit[0]) * 100 == pytest.approx(1.1, abs=0.1)
     text = markdown(CH11)
     vacuum_steps = fit_shot().steps
-    assert vacuum_steps == 11 and mentions(text, h.steps, near="steps")
+    assert vacuum_steps == 11 and mentions(text, h.steps, near="steps", within=10)
     assert mentions_all(text, [h.steps, vacuum_steps], near="against", within=20)
-    assert mentions(text, math.degrees(h.theta[-1] - hit[1]), near="°")
+    assert mentions(text, math.degrees(h.theta[-1] - hit[1]), near="° steeper", within=10)
 
 
 def test_ch11_learning_rate_in_air(drag_history, hit, ch11_text):
@@ -277,7 +277,7 @@ def test_ch11_drag_coefficient_as_a_parameter(drag_history, hit, ch11_text):
         assert f"dy/d{name:5} = {d:+8.4f} {unit:12}  effect of +1%: {d * value / 100:+.4f} m" in ch11_text
     text = markdown(CH11)
     assert mentions_all(text, effects[:2] * 100, near="1% more", within=100), "cm for speed and angle"
-    assert mentions(text, -effects[2] * 1000, near="mm"), "the drag's effect in mm"
+    assert mentions(text, -effects[2] * 1000, near="mm", within=10), "the drag's effect in mm"
 
     vacuum_hit = np.array([*hit, 0.0])
     parts, gap = ig.integrated_gradients(
@@ -316,7 +316,7 @@ def test_ch11_graph_grows_linearly(ch11_text):
     # 46 nodes per full step, and a few dozen for the launch and the shortened step.
     assert (36333 - 18163) == 46 * (789 - 394)
     assert 36333 - 46 * 789 == 39
-    assert mentions(markdown(CH11), 46, near="Each full step")
+    assert mentions(markdown(CH11), 46, near="Each full step", within=40)
 
 
 def stored_table(cell_marker: str) -> list[list[str]]:
@@ -393,15 +393,22 @@ def test_ch11_summary_and_questions():
     area = math.pi * 0.11**2
     assert f"{area:.3f}" == "0.038" and f"{1.2 * 0.5 * area / (2 * 0.41):.3f}" == "0.028"
     assert DRAG * 10.0**2 == pytest.approx(3.0) and DRAG * 100 / 9.81 == pytest.approx(1 / 3, abs=0.03)
-    assert mentions(text, 1.2 * 0.5 * area / (2 * 0.41), near="$k$ is")
-    assert mentions(text, area, near="A =")
+    assert mentions(text, 1.2 * 0.5 * area / (2 * 0.41), near="$k$ is", within=30)
+    assert mentions(text, area, near="A =", within=15)
     summary = section(text, "Summary")
     drag = simulate.fit_shot_with_drag()
-    assert mentions(summary, drag.steps, near="steps") and mentions(summary, 0.670, near="r =")
-    assert mentions(summary, -0.297, near="share")
-    assert mentions(summary, 46, near="n =")
+    air_hit = np.array([drag.v[-1], drag.theta[-1], DRAG])
+    at = Tensor(air_hit[:2], requires_grad=True)
+    hoop_height(at[0], at[1], DRAG).backward()
+    vacuum_hit = np.array([fit_shot().v[-1], fit_shot().theta[-1], 0.0])
+    drag_part = ig.integrated_gradients(drag_shot_height, air_hit, vacuum_hit, steps=8, method="gausslegendre")[2]
+    assert mentions(summary, drag.steps, near="steps", within=10)
+    assert mentions(summary, 1 - 2 * 0.01 * float(at.grad @ at.grad), near="r =", within=15)
+    assert mentions(summary, drag_part, near="share", within=20)
+    assert mentions(summary, (36333 - 18163) // (789 - 394), near="n =", within=10)
     assert re.search(r"finite differences agree to (eight|8) digits", summary)
-    assert mentions(summary, 26, near="cm")
+    miss_cm = 100 * (HOOP[1] - hoop_height(*vacuum_hit[:2], DRAG).item())
+    assert mentions(summary, miss_cm, near="cm", within=10)
     # Check-yourself 6: explicit Euler is off by g t dt / 2 at the hoop (first throw).
     t = HOOP[0] / (START_SHOT[0] * math.cos(START_SHOT[1]))
     assert f"{t:.2f}" == "0.46" and 9.81 * t * 0.01 / 2 == pytest.approx(0.0227, abs=1e-4)
@@ -409,7 +416,7 @@ def test_ch11_summary_and_questions():
     c = math.sqrt(4 * 10_000 / 50)
     assert round(c) == 28 and 4 * 10_000 / 28 + 50 * 28 == pytest.approx(2829, abs=1)
     assert round(500_000 / 2829, -1) == 180
-    stated = [28, 50, 4 * 10_000 / 28 + 50 * 28, 500_000, 500_000 / 2829]
+    stated = [28, 50, 4 * 10_000 / 28 + 50 * 28, 500_000, round(500_000 / 2829, -1)]
     assert mentions_all(text, stated, near="10{,}000/28", within=120)
 
 
@@ -549,7 +556,7 @@ def test_ch12_one_batched_call_and_costs(iris, hit):
     assert "Iris MLP, 4 inputs          ad           1     202" in text
     assert "Iris MLP, 4 inputs          fd           9    1818" in text
     assert "throw, 2 inputs             fd           5    1010" in text
-    assert mentions(markdown(CH12), 200 + 2, near="batch")
+    assert mentions(markdown(CH12), 200 + 2, near="one batch", within=20)
     assert text.count("AD and FD agree to 1e-9: True") == 2
 
 
