@@ -87,7 +87,9 @@ def test_chapter_links_notation_ends_with_a_summary_and_keeps_plotting_out(path)
 def test_the_post_order_argument_is_stated_once_and_referenced():
     texts = {path.name[:2]: markdown(path) for path in CHAPTERS}
     assert texts["06"].count("(post-order-proof)=") == 1
-    assert "Here is the argument, stated once for the whole course" in texts["06"]
+    proof = texts["06"].split("(post-order-proof)=", 1)[1]
+    assert re.match(r"\s*#+ \S", proof), "the label is on the proof's heading"
+    assert re.search(r"\bw_0, w_1, \\dots, w_k\b", proof), "the proof follows: the chain of open nodes"
     for chapter in ("03", "04"):
         assert "<post-order-proof>`" in texts[chapter], f"chapter {chapter} refers to the proof"
         assert "closes a cycle" not in texts[chapter] and "close a cycle" not in texts[chapter]
