@@ -27,6 +27,7 @@ import builtins
 import io
 import json
 import os
+import resource
 import signal
 import sys
 import traceback
@@ -71,6 +72,9 @@ class ForbiddenCall(Exception):
 def main():
     job = json.loads(sys.stdin.buffer.read())
     os.close(0)
+    for name, value in job.pop("rlimits").items():  # before any code of the student's runs
+        resource.setrlimit(getattr(resource, name), (value, value))
+    sys.path.insert(0, job.pop("course_lib_parent"))
     channel = os.fdopen(int(job["result_fd"]), "w", encoding="utf-8")
     os.set_inheritable(channel.fileno(), False)
     nonce = job.pop("nonce")  # signs every event: a line forged by answer code lacks it

@@ -17,7 +17,6 @@ the grader's own user, files and network.
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -47,16 +46,22 @@ class Limits:
     processes: int = 64
     output_bytes: int = 1024**2
 
-    def apply(self) -> None:
-        """Set the limits on the calling process (run in the child, before exec)."""
-        for limit, value in (
-            (resource.RLIMIT_CPU, self.cpu_seconds),
-            (resource.RLIMIT_AS, self.memory_bytes),
-            (resource.RLIMIT_FSIZE, self.file_bytes),
-            (resource.RLIMIT_NPROC, self.processes),
-            (resource.RLIMIT_CORE, 0),
-        ):
-            resource.setrlimit(limit, (value, value))
+    def rlimits(self) -> dict[str, int]:
+        """The kernel's resource limits, by ``resource`` name, for the harness to set on itself.
+
+        The harness sets them (soft = hard, so answer code cannot raise them) before it runs
+        anything of the student's. Setting them from the grader between fork and exec
+        (``preexec_fn``) would be unsafe: the grader runs hand-ins from several threads, and
+        a fork while another thread holds the import or logging lock can hang the child
+        and then the grader (seen with ``make autograde JOBS=2``).
+        """
+        return {
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NPROC": self.processes,
+            "RLIMIT_CORE": 0,
+        }
 
 
 @dataclass
@@ -83,6 +88,9 @@ def _python_roots() -> list[Path]:
         Path(os.path.realpath(sys.executable)).parent.parent,
         Path(course_lib.__file__).resolve().parent,
     }
+    # Package folders a .pth file added from elsewhere (a venv layered on another one's
+    # packages, as a shared hub venv can be); never the course folder on sys.path itself.
+    roots |= {Path(p).resolve() for p in sys.path if Path(p).name in ("site-packages", "dist-packages")}
     outside_usr = [r for r in roots if not r.is_relative_to("/usr")]
     # Bind only the outermost folders: a nested bind would be redundant.
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
@@ -181,7 +189,14 @@ class Sandbox:
         import json
 
         read_end, write_end = os.pipe()
-        message = json.dumps(dict(job, result_fd=write_end)).encode()
+        import course_lib
+
+        # The harness imports the very course_lib the grader grades against (bound read-only),
+        # whatever the venv's own path configuration says (an editable install elsewhere, say).
+        lib_parent = str(Path(course_lib.__file__).resolve().parent.parent)
+        message = json.dumps(
+            dict(job, result_fd=write_end, rlimits=self.limits.rlimits(), course_lib_parent=lib_parent)
+        ).encode()
         env = {
             "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -203,7 +218,6 @@ class Sandbox:
                 env=env,
                 cwd=scratch,
                 start_new_session=True,
-                preexec_fn=limits.apply,
             )
             os.close(write_end)
             result, timed_out = _read_until(read_end, proc, limits)

@@ -1,12 +1,12 @@
 """The hub path of deploy/, end to end, as real Unix users on this machine.
 
 An instructor and three students, each its own Unix user, set up by ``deploy/course_hub.py
-apply``; every step is nbgrader's own command run as that user: release, fetch, submit,
-collect, autograde, generate and release feedback, fetch feedback. One student forges a
+apply``; every step is run as that user: nbgrader's release, fetch, submit and collect, the
+README's ``make autograde`` (course_grader, sandboxed), then release and fetch feedback. One student forges a
 hand-in under a classmate's name and swaps a file in the classmate's submitted folder: both
 are quarantined and the classmate is graded on their own work. The gradebook is a real
-PostgreSQL server (tests/postgres.py), the class list imported first, so the instructor grades
-the students in parallel processes. Then JupyterHub (with configurable-http-proxy) boots on
+PostgreSQL server (tests/postgres.py), the class list imported first, so the instructor's
+grading workers never race to add a student. Then JupyterHub (with configurable-http-proxy) boots on
 loopback with deploy/jupyterhub_config.py and each role's server starts, as its user, with
 that role's extensions; the instructor's formgrader reads the PostgreSQL gradebook.
 """
@@ -24,7 +24,6 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -165,14 +164,25 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_the_exchange(kl
     collected = nbformat.read(course / "submitted" / bob / PS / f"{PS}.ipynb", as_version=4)
     assert answer_cells(collected)["best_step"].source == answer_cells(work[bob])["best_step"].source
 
-    # Every student already is in the gradebook (the roster): one grading process per student.
-    with ThreadPoolExecutor(len(klass.students)) as pool:
-        list(pool.map(lambda student: instructor("autograde", PS, "--student", student), klass.students))
-    instructor("generate_feedback", PS)
+    # The instructor grades as the README says (`make autograde`, i.e. course_grader: each hand-in
+    # in the sandbox, two at a time, into the PostgreSQL gradebook) and releases the feedback
+    # pages it wrote through nbgrader's exchange.
+    graded = klass.as_user(
+        klass.instructor,
+        str(klass.bin / "python"),
+        "-m",
+        "course_grader.grading",
+        "submissions",
+        "--jobs",
+        "2",
+        cwd=course,
+        env={"DB_URL": db_url},
+    )
+    klass.transcript.append(f"instructor$ make autograde JOBS=2  -> {graded.stdout.strip().splitlines()[-1]}")
     instructor("release_feedback", PS)
     assert not (course / "gradebook.db").exists(), "nbgrader used the sqlite default, not DB_URL"
     scores = {student: score(db_url, student) for student in klass.students}
-    assert scores[bob] == 10 and 0 < scores[ada] < 10 and scores[eve] == 0, scores
+    assert scores[bob] == 10 and 0 < scores[ada] < 10 and scores[eve] == 0, (scores, graded.stdout[-4000:])
 
     for student in klass.students:
         klass.as_user(student, nbgrader, "fetch_feedback", PS)
