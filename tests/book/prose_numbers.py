@@ -126,14 +126,21 @@ def shows(text: str, key: str, *expected) -> int:
     return sum(agrees(found, expected) for found in after(text, key))
 
 
+def lines_with(text: str, key: str) -> str:
+    """The lines of ``text`` that contain ``key`` (a label anywhere on the line), one per line."""
+    found = [line for line in text.splitlines() if key in line]
+    assert found, f"{key!r} is not printed"
+    return "\n".join(found)
+
+
 def listed(text: str, key: str):
-    """The Python literal (list, dict, tuple) printed after ``key`` on the first line containing it."""
-    line = next((line for line in text.splitlines() if key in line), None)
-    assert line is not None, f"{key!r} is not printed"
-    rest = line[line.index(key) + len(key) :]
-    for start in (i for i, c in enumerate(rest) if c in "[{("):
-        try:
-            return ast.literal_eval(rest[start:].strip())
-        except (SyntaxError, ValueError):
-            continue
-    raise AssertionError(f"no literal after {key!r} in {line!r}")
+    """The Python literal (list, dict, tuple) printed after ``key``, on the first line containing
+    ``key`` that has one."""
+    for line in lines_with(text, key).splitlines():
+        rest = line[line.index(key) + len(key) :]
+        for start in (i for i, c in enumerate(rest) if c in "[{("):
+            try:
+                return ast.literal_eval(rest[start:].strip())
+            except (SyntaxError, ValueError):
+                continue
+    raise AssertionError(f"no literal printed after {key!r}")
