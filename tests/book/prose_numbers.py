@@ -11,6 +11,7 @@ are looked for where the fact is stated rather than anywhere in the chapter.
 
 from __future__ import annotations
 
+import ast
 import re
 
 _TIMES_TEN = re.compile(r"(?<![\w^{.])(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×)\s*10\^\{?([-−]?\d+)\}?")
@@ -71,3 +72,75 @@ def section(markdown: str, heading: str) -> str:
 def mentions_all(text: str, values, *, near: str, within: int = 160) -> bool:
     """Whether one window around ``near`` states every one of ``values`` (one passage, one fact)."""
     return any(all(mentions(piece, value) for value in values) for piece in windows(text, near, within))
+
+
+# ---- what cells print: the numbers on a line, after a short key ----------------------------------
+
+_WORD_VALUES = re.compile(r"(?<![\w.])(True|False|[-+]?inf|nan)(?!\w)")
+
+
+def readings(line: str) -> list[tuple[float, float] | bool]:
+    """The numbers on a printed ``line``, in order, as ``numbers`` reads them, with ``True``/``False``
+    as booleans and ``inf``/``nan`` as floats (``nan`` equals ``nan`` here)."""
+    found: list[tuple[float, float] | bool] = []
+    last = 0
+    for match in _WORD_VALUES.finditer(line):
+        found += numbers(line[last : match.start()])
+        word = match[1]
+        found.append(word == "True" if word in ("True", "False") else (float(word), 0.0))
+        last = match.end()
+    return found + numbers(line[last:])
+
+
+def _same(found, expected) -> bool:
+    if isinstance(expected, bool) or isinstance(found, bool):
+        return isinstance(expected, bool) and isinstance(found, bool) and found == expected
+    written, tol = found
+    if expected != expected:
+        return written != written
+    if abs(expected) == float("inf"):
+        return written == expected
+    return abs(written - expected) <= tol * (1 + 1e-9)
+
+
+def agrees(found: list, expected) -> bool:
+    """Whether the printed ``found`` (from ``readings``) are ``expected``, one for one and in order,
+    each to the precision printed; ``...`` in ``expected`` stands for any run of numbers."""
+    expected = list(expected)
+    if not expected:
+        return not found
+    if expected[0] is Ellipsis:
+        return any(agrees(found[i:], expected[1:]) for i in range(len(found) + 1))
+    return bool(found) and _same(found[0], expected[0]) and agrees(found[1:], expected[1:])
+
+
+def after(text: str, key: str) -> list[list]:
+    """For each line of ``text`` that contains ``key``, the ``readings`` after its first occurrence."""
+    return [readings(line[line.index(key) + len(key) :]) for line in text.splitlines() if key in line]
+
+
+def shows(text: str, key: str, *expected) -> int:
+    """How many lines of ``text`` show, after ``key`` (a short label such as ``"hit:"`` or ``"dL/da"``;
+    ``""`` for a whole line), exactly the numbers ``expected`` to the precision printed (see
+    ``agrees``). Truthy when at least one does, so ``assert shows(...)`` reads as a check."""
+    return sum(agrees(found, expected) for found in after(text, key))
+
+
+def lines_with(text: str, key: str) -> str:
+    """The lines of ``text`` that contain ``key`` (a label anywhere on the line), one per line."""
+    found = [line for line in text.splitlines() if key in line]
+    assert found, f"{key!r} is not printed"
+    return "\n".join(found)
+
+
+def listed(text: str, key: str):
+    """The Python literal (list, dict, tuple) printed after ``key``, on the first line containing
+    ``key`` that has one."""
+    for line in lines_with(text, key).splitlines():
+        rest = line[line.index(key) + len(key) :]
+        for start in (i for i, c in enumerate(rest) if c in "[{("):
+            try:
+                return ast.literal_eval(rest[start:].strip())
+            except (SyntaxError, ValueError):
+                continue
+    raise AssertionError(f"no literal printed after {key!r}")

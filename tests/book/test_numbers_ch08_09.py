@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from notebook_text import markdown, printed, tagged
 from paths import BOOK
-from prose_numbers import mentions
+from prose_numbers import lines_with, listed, mentions, shows
 
 from course_lib import nn, tensor
 from course_lib.check import numerical_grad
@@ -302,7 +302,9 @@ def test_custom_logsumexp_vjp_is_softmax_and_twice_differentiable(ch08):
 
 
 def test_chapter_8_traces_the_case_studys_example(ch08, teaching):
-    assert "Box(1.99499, made by 'mul')" in printed(tagged(ch08, "ch08-seed-trace"))
+    seed_trace = printed(tagged(ch08, "ch08-seed-trace"))
+    value = 2.0 * np.sin(0.5 + 1.0)  # the Box's value, then the check: sin(1.5) * 2
+    assert shows(seed_trace, "Box(", value, 1.5, 2, value) and "'mul'" in lines_with(seed_trace, "Box(")
     from course_lib.figures.tensors import trace_diagram
 
     Box, Node = teaching["Box"], teaching["Node"]
@@ -328,7 +330,7 @@ def test_chapter_8_counts_the_nodes_of_the_composed_logsumexp(ch08):
     nodes = child_count_order(composed, lambda t: t._parents)
     assert len(nodes) == 8 and sum(1 for n in nodes if n._op) == 7  # seven operations and the leaf
     text = printed(tagged(ch08, "ch08-lse-nodes"))
-    assert "composition: 7 operation nodes" in text and "custom primitive: 1 operation node" in text
+    assert shows(text, "composition:", 7) and shows(text, "primitive:", 1)  # operation nodes
     assert "same gradient: True" in text
     assert re.search(r"\b(?:7|[Ss]even) operation nodes\b.{0,20}\b(?:1|one)\b", markdown(ch08), re.S), (
         "the count 7 : 1 in words"
@@ -416,10 +418,10 @@ def test_chapter_9_counts_leaves_and_operations_of_the_pruned_graph(ch09):
     nodes = child_count_order(nn.cross_entropy(Xs @ W + b, np.array([0, 2, 1, 1, 0])), lambda t: t._parents)
     leaves = [n for n in nodes if not n._op]
     assert len(nodes) == 9 and len(leaves) == 3 and Xs in leaves
-    assert (
-        "nodes in the loss graph: 9 = 3 leaves (Xs, W, b) + 6 operations "
-        "['neg', 'mean', 'getitem', 'log_softmax', 'add', 'matmul']"
-    ) in printed(tagged(ch09, "ch09-pruning"))
+    text = printed(tagged(ch09, "ch09-pruning"))
+    assert shows(text, "loss graph:", len(nodes), len(leaves), len(nodes) - len(leaves))  # nodes = leaves + ops
+    assert listed(text, "operations") == [n._op for n in nodes if n._op]
+    assert listed(text, "operations") == ["neg", "mean", "getitem", "log_softmax", "add", "matmul"]
 
 
 def test_chapter_9_softmax_vjp_exercise_check_tells_right_from_wrong(ch09):
