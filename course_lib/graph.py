@@ -92,9 +92,9 @@ def _as_node(x: Node | float, function: str) -> Node:
     raise TypeError(f"{function}() takes Nodes or numbers, got {type(x).__name__}.")
 
 
-# Every primitive in one row: its value and its local derivative with respect to each
-# parent, written once, as Python formulas over the parents' values ``a`` and ``b``.
-# The wrapping functions evaluate them; the chapters' tables print them (``maths``).
+#: Every primitive in one row: its value and its local derivative with respect to each
+#: parent, written once, as Python formulas over the parents' values ``a`` and ``b``.
+#: The wrapping functions evaluate them; the chapters' tables print them (:func:`maths`).
 PRIMITIVES: dict[str, tuple[str, tuple[str, ...]]] = {
     "add": ("a + b", ("1", "1")),
     "sub": ("a - b", ("1", "-1")),
