@@ -36,7 +36,7 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
+.PHONY: book test execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
         nodejs mathjax release roster autograde lint \
         configure lock dist publish instructor-only clean help
 
@@ -51,6 +51,7 @@ help:
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
 	@echo "make lint   - ruff and mypy (make test runs it)"
+	@echo "make execute [NOTEBOOKS=...] - re-execute chapters and solutions in place, then regenerate exercises/"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup sandbox $(ORACLE_STAMP)
@@ -154,6 +155,13 @@ test: instructor-only setup-test setup-instructor lint
 lint: setup
 	@echo "==> lint: ruff check, ruff format --check, mypy"
 	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . && $(BIN)/mypy
+
+# Chapters and solutions are committed executed (nbval checks the outputs): after a change to
+# course_lib that alters what they print, re-execute them. exercises/ is generated from the
+# executed solutions, so it is regenerated too.
+execute: instructor-only setup-test
+	@$(PY) tools/execute.py $(NOTEBOOKS)
+	@$(MAKE) --no-print-directory release
 
 # nbgrader --force replaces exercises/<assignment>/ whole. Anything in it that git does not
 # have as committed (a student's answers, a file they saved there) is copied to backups/ first.

@@ -48,6 +48,10 @@ def test_chapter_is_executed_and_clean(path):
         for out in cell.outputs:
             assert out.output_type != "error", f"a cell shows an error: {cell.source[:80]!r}"
             assert out.get("name") != "stderr", f"a cell writes to stderr: {''.join(out.text)[:200]!r}"
+        streams = [out.get("name") if out.output_type == "stream" else None for out in cell.outputs]
+        assert not any(a and a == b for a, b in zip(streams, streams[1:])), (
+            f"{cell.source[:60]!r} shows its printed text in pieces: execute with `make execute`, which joins them"
+        )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
