@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import nbformat
 import numpy as np
@@ -609,7 +610,10 @@ def test_ch12_teaching_version_matches_the_engine(iris, hit):
     for f, x, base, target in [(model, Z[133], np.zeros(4), 1), (shot_height, hit, np.array(START_SHOT), None)]:
         for pieces, steps in [(1, 30), (5, 100), (10, 2000)]:
             whole = ig.integrated_gradients(f, x, base, steps=steps, target=target)
-            assert chunked_ig(f, x, base, steps=steps, pieces=pieces, target=target) == pytest.approx(whole, abs=1e-12)
+            with warnings.catch_warnings():  # a piece of a few points may be too coarse alone: IG says so
+                warnings.filterwarnings("ignore", "Integrated Gradients: the attributions sum", RuntimeWarning)
+                chunked = chunked_ig(f, x, base, steps=steps, pieces=pieces, target=target)
+            assert chunked == pytest.approx(whole, abs=1e-12)
 
 
 def test_chapters_link_the_assignment_and_cite_their_sources():
