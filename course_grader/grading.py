@@ -35,12 +35,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import course_lib
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import PartResult, grade_hand_in
 from course_grader.parts import secret_lines
-from course_grader.sandbox import Limits, Sandbox, SandboxMissing
+from course_grader.sandbox import Limits, Sandbox, SandboxMissing, course_lib_root
 
 
 @dataclass
@@ -259,7 +258,7 @@ class ClassGrader:
             self.course,
             Path(sys.prefix),
             Path(tempfile.gettempdir()),
-            Path(course_lib.__file__).resolve().parent.parent,
+            course_lib_root(),
         ]
         redact = Redactor(secret_lines(source), grader_paths)
         try:

@@ -25,6 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import course_lib
+
 HARNESS = Path(__file__).with_name("harness.py")
 INSIDE_HOME = "/home/student"
 INSIDE_HARNESS = "/opt/course_grader/harness.py"
@@ -78,15 +80,18 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+def course_lib_root() -> Path:
+    """The folder holding the ``course_lib`` package the grader grades against."""
+    return Path(course_lib.__file__).resolve().parent.parent
+
+
 def _python_roots() -> list[Path]:
     """Folders the interpreter, its standard library, the venv and course_lib live in."""
-    import course_lib
-
     roots = {
         Path(sys.base_prefix).resolve(),
         Path(sys.prefix).resolve(),
         Path(os.path.realpath(sys.executable)).parent.parent,
-        Path(course_lib.__file__).resolve().parent,
+        course_lib_root() / "course_lib",
     }
     # Package folders a .pth file added from elsewhere (a venv layered on another one's
     # packages, as a shared hub venv can be); never the course folder on sys.path itself.
@@ -189,11 +194,9 @@ class Sandbox:
         import json
 
         read_end, write_end = os.pipe()
-        import course_lib
-
         # The harness imports the very course_lib the grader grades against (bound read-only),
         # whatever the venv's own path configuration says (an editable install elsewhere, say).
-        lib_parent = str(Path(course_lib.__file__).resolve().parent.parent)
+        lib_parent = str(course_lib_root())
         message = json.dumps(
             dict(job, result_fd=write_end, rlimits=self.limits.rlimits(), course_lib_parent=lib_parent)
         ).encode()
