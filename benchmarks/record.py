@@ -224,8 +224,7 @@ def measure_scalar_vs_tensor(ns: Sequence[int], max_scalar_n: int, rounds: int) 
 def measure_scalar_mlp(iterations: int, repeats: int) -> dict:
     """``benchmarks/scalar.py``: one training step of a scalar MLP, with the cyclic GC on and off."""
     engines_ = [("course_lib", Value)] + ([("micrograd", MicrogradValue)] if MicrogradValue else [])
-    if MicrogradValue is not None:
-        scalar_bench.check_same_numbers(MicrogradValue)
+    scalar_bench.check_same_numbers([name for name, _ in engines_])
     nodes = scalar_bench.count_nodes(scalar_bench.training_step(Value, *scalar_bench.make_parameters(Value)))
     return {
         "sizes": list(scalar_bench.SIZES),

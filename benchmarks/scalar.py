@@ -24,6 +24,11 @@ growing heap) again and again while graphs are built. course_lib passes the outp
 gradient into ``_backward(grad)`` instead, so its graphs hold no cycles and are freed by
 reference counting the moment the loss goes out of scope. The difference between the
 two tables is the cost of those cycles; what remains is per-operation overhead.
+
+A third row, ``shared rules`` (``benchmarks/shared_rules.py``), is course_lib's engine with
+one design choice changed: a rule per operation shared by all nodes instead of a closure
+per node. It is the floor of the closure design, and the last line of each table says how
+far above that floor course_lib is.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from course_lib.scalar import Value
 
 SIZES = (16, 32, 32, 1)
 FAN_IN = 1_000
-ENGINES = {"course_lib": "course_lib.scalar", "micrograd": "micrograd.engine"}
+ENGINES = {"course_lib": "course_lib.scalar", "micrograd": "micrograd.engine", "shared rules": "shared_rules"}
 
 
 def make_parameters(V):
@@ -156,18 +161,20 @@ def engine_value(name: str):
     return module.Value
 
 
-def check_same_numbers(micrograd_value) -> None:
-    """Both engines compute the same loss and gradients (else the timing compares nothing)."""
+def check_same_numbers(engines: list[str]) -> None:
+    """Every engine computes the same loss and gradients (else the timing compares nothing)."""
     results = []
-    for V in (Value, micrograd_value):
+    for name in engines:
+        V = engine_value(name)
         layers, inputs = make_parameters(V)
         loss = training_step(V, layers, inputs)
         pairs = make_pairs(V)
         fan = fan_in_step(V, pairs)
         results.append((loss.data, [w.grad for w in layers[0][0][0]], fan.data, [a.grad for a, _ in pairs[:50]]))
-    (loss_a, grads_a, fan_a, fgrads_a), (loss_b, grads_b, fan_b, fgrads_b) = results
-    assert abs(loss_a - loss_b) < 1e-12 and max(abs(a - b) for a, b in zip(grads_a, grads_b)) < 1e-12
-    assert abs(fan_a - fan_b) < 1e-9 and max(abs(a - b) for a, b in zip(fgrads_a, fgrads_b)) < 1e-9
+    (loss_a, grads_a, fan_a, fgrads_a), *others = results
+    for loss_b, grads_b, fan_b, fgrads_b in others:
+        assert abs(loss_a - loss_b) < 1e-12 and max(abs(a - b) for a, b in zip(grads_a, grads_b)) < 1e-12
+        assert abs(fan_a - fan_b) < 1e-9 and max(abs(a - b) for a, b in zip(fgrads_a, fgrads_b)) < 1e-9
 
 
 def table(title: str, rows: list[tuple[str, float]], nodes: int) -> str:
@@ -176,6 +183,9 @@ def table(title: str, rows: list[tuple[str, float]], nodes: int) -> str:
     for name, seconds in rows:
         ratio = f"{baseline / seconds:8.1f}x" if baseline else "        -"
         lines.append(f"{name:<12} {seconds * 1e3:9.2f} {1 / seconds:9.1f} {nodes / seconds / 1e6:9.2f} {ratio}")
+    times = dict(rows)
+    closures = times["course_lib"] / times["shared rules"]
+    lines.append(f"course_lib's closures: {closures:.2f}x the time of the same engine with shared rules")
     return "\n".join(lines)
 
 
@@ -193,17 +203,17 @@ def main() -> None:
         print(json.dumps(time_steps(step, make(engine_value(name)), int(iterations), collect == "1")))
         return
 
-    engines = ["course_lib"]
+    engines = ["course_lib", "shared rules"]
     try:
-        from micrograd.engine import Value as MicrogradValue
+        import micrograd.engine  # noqa: F401
     except ImportError:
         print(
             "micrograd is not installed, so only course_lib is measured. For the comparison run:\n"
             "    pip install micrograd==0.1.0\n"
         )
     else:
-        check_same_numbers(MicrogradValue)
         engines.append("micrograd")
+    check_same_numbers(engines)
 
     where = "all engines in this process" if args.same_process else "each engine in a process of its own"
     for workload, (make, step) in WORKLOADS.items():

@@ -267,3 +267,23 @@ def test_chapter_step_ratio_exercise_check_tells_right_from_wrong(chapter):
     assert round(right([784, 100, 10], 1), 2) == 2.01
     assert mentions_all(markdown(chapter), [784, 100, 10, right([784, 100, 10], 1)], near="[784, 100, 10]")
     assert 78_400 / 79_400 > 0.985  # "holds 99% of the multiply-adds"
+
+
+def test_design_floor_engine_matches_course_lib(record_module):
+    """benchmarks/scalar.py times course_lib against an engine with shared rules instead of
+    closures: that row only means something if it computes the same numbers, with the same check."""
+    bench = record_module.scalar_bench
+    bench.check_same_numbers(["course_lib", "shared rules"])
+    floor = bench.engine_value("shared rules")
+    a, b = floor(2.0), floor(-3.0)
+    loss = (a * b + a).relu() ** 2 - 1.0
+    a.data = 5.0  # replaced after the forward pass: the floor refuses, as course_lib does
+    with pytest.raises(RuntimeError, match="modified after the forward pass"):
+        loss.backward()
+    a.data = 2.0
+    loss = (a * b + b).relu() ** 2 - 1.0  # relu clips at 0 here: no gradient
+    loss.backward()
+    assert (a.grad, b.grad) == (0.0, 0.0)
+    loss = (a * a - b) ** 2
+    loss.backward()
+    assert (a.grad, b.grad) == (2 * 7.0 * 2 * 2.0, -2 * 7.0)
