@@ -126,6 +126,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds = 3 if args.quick else 15
     kept = not args.default_malloc and workloads.keep_freed_memory()
+    workloads.use_one_core()
 
     print_header(rounds, kept)
     for batch in BATCHES:

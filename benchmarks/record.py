@@ -56,6 +56,7 @@ import numpy as np  # noqa: E402
 import scalar as scalar_bench  # noqa: E402  (benchmarks/scalar.py)
 from workloads import MicrogradValue  # noqa: E402
 
+import course_lib  # noqa: E402
 from course_lib.scalar import Value  # noqa: E402
 
 OUTPUT = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "benchmarks.json"
@@ -222,16 +223,17 @@ def measure_scalar_vs_tensor(ns: Sequence[int], max_scalar_n: int, rounds: int) 
 
 # ----------------------------------------------------------------------------- the scalar MLP
 def measure_scalar_mlp(iterations: int, repeats: int) -> dict:
-    """``benchmarks/scalar.py``: one training step of a scalar MLP, with the cyclic GC on and off."""
-    engines_ = [("course_lib", Value)] + ([("micrograd", MicrogradValue)] if MicrogradValue else [])
-    scalar_bench.check_same_numbers([name for name, _ in engines_])
+    """``benchmarks/scalar.py``: one training step of a scalar MLP, with the cyclic GC on and off, for
+    course_lib, micrograd and the design floor ``shared rules`` (course_lib without a closure per node)."""
+    names = ["course_lib", "shared rules"] + (["micrograd"] if MicrogradValue else [])
+    scalar_bench.check_same_numbers(names)
     nodes = scalar_bench.count_nodes(scalar_bench.training_step(Value, *scalar_bench.make_parameters(Value)))
     return {
         "sizes": list(scalar_bench.SIZES),
         "nodes": nodes,
-        "method": "best of the repeats (benchmarks/scalar.py)",
-        "seconds_per_step_gc_on": scalar_bench.seconds_per_step(engines_, iterations, repeats, True),
-        "seconds_per_step_gc_off": scalar_bench.seconds_per_step(engines_, iterations, repeats, False),
+        "method": "median of the repeats, each engine in a process of its own, engines in turns (benchmarks/scalar.py)",
+        "seconds_per_step_gc_on": scalar_bench.seconds_per_step_apart(names, "MLP", iterations, repeats, True),
+        "seconds_per_step_gc_off": scalar_bench.seconds_per_step_apart(names, "MLP", iterations, repeats, False),
     }
 
 
@@ -269,8 +271,9 @@ def measure_memory(depth: int) -> dict:
 
 # ----------------------------------------------------------------------------- report
 def versions() -> dict[str, str | None]:
-    found = {"python": platform.python_version(), "numpy": np.__version__}
-    for package in ("course_lib", "torch", "jax", "autograd", "micrograd"):
+    # course_lib's own version string: the metadata of an editable install can be older than the code
+    found = {"python": platform.python_version(), "numpy": np.__version__, "course_lib": course_lib.__version__}
+    for package in ("torch", "jax", "autograd", "micrograd"):
         try:
             found[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -324,15 +327,17 @@ def record(quick: bool = False) -> dict:
             max_scalar=100_000,
             mem_depth=100_000,
         )
+    one_core = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) == 1
     meta = {
         "date": started.date().isoformat(),
         "command": "python benchmarks/record.py" + (" --quick" if quick else ""),
         "machine": machine(),
         "versions": versions(),
         "method": (
-            "CPU time of one process (time.process_time), float64, one thread (PyTorch "
-            "set_num_threads(1), BLAS 1 thread); median of interleaved rounds; cyclic GC "
-            "paused while timing" + ("; glibc keeps freed memory (mallopt)" if kept else "")
+            "CPU time of one process (time.process_time)"
+            + (", bound to one core" if one_core else "")
+            + ", float64, one thread (PyTorch set_num_threads(1), BLAS 1 thread); median of interleaved "
+            "rounds; cyclic GC paused while timing" + ("; glibc keeps freed memory (mallopt)" if kept else "")
         ),
     }
     sections = {
@@ -358,6 +363,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one round: checks that it runs")
     parser.add_argument("--output", type=Path, default=OUTPUT, help=f"where to write (default {OUTPUT})")
     args = parser.parse_args()
+    workloads.use_one_core()
     results = record(quick=args.quick)
     args.output.write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {args.output} in {results['meta']['runtime_seconds']} s")

@@ -6,7 +6,10 @@ only builds them. A candidate is a function of no arguments: one call is one uni
 
 Importing this module pins every engine to ONE thread, so that all do the same arithmetic
 with the same resources: NumPy's BLAS (set before NumPy is imported), PyTorch
-(``set_num_threads(1)``) and JAX (its XLA flags). PyTorch, HIPS autograd, JAX and micrograd
+(``set_num_threads(1)``) and JAX (its XLA flags). The flags do not stop every version of
+JAX's CPU runtime from starting worker threads, so the scripts also bind their process to
+one core with :func:`use_one_core` before they time anything: whatever threads a library
+starts then take turns on that core. PyTorch, HIPS autograd, JAX and micrograd
 are optional (``pip install -r benchmarks/requirements.txt``): a missing one is ``None``
 here and its candidates are left out.
 """
@@ -61,6 +64,15 @@ BATCH = 256
 CHAIN = 10_000
 
 Candidates = dict[str, Callable[[], object]]
+
+
+def use_one_core() -> None:
+    """Bind this process (and the threads it starts) to one core, where the system allows it.
+
+    Called by the scripts, not on import: a test that imports the workloads must not slow
+    down the rest of its process."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
 def keep_freed_memory() -> bool:

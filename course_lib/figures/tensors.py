@@ -493,13 +493,15 @@ def mlp_step(mlp: Mapping[str, Any]) -> Figure:
     steps = [name for name in sorted(mlp["seconds"], key=mlp["seconds"].get) if "forward only" not in name]
     with _style():
         fig, ax = plt.subplots(figsize=(7.0, 3.2))
-        ax.barh(steps, [mlp["ratio_to_numpy_forward"][name] for name in steps], color="C0")
+        ratios = [mlp["ratio_to_numpy_forward"][name] for name in steps]
+        ax.barh(steps, ratios, color="C0")
+        ax.set_xlim(0, 1.6 * max(ratios))  # room on the right for the legend, clear of the bars
         ax.axvline(1, color="k", lw=1)
         ax.axvline(3, color="C3", ls="--", lw=1, label='"about three times"')
         ax.invert_yaxis()
         ax.set_xlabel("forward + backward time / NumPy forward time")
         ax.set_title("One training step of the MLP")
-        ax.legend(fontsize=9, loc="lower right")
+        ax.legend(fontsize=9, loc="upper right")
         fig.tight_layout()
     return _done(fig)
 

@@ -84,8 +84,10 @@ def test_reverse_mode_ratio_is_flat_while_forward_mode_and_differences_grow(resu
     # the chapter's claims: the backward sweep costs about as much again as the recording pass,
     # reverse mode beats 2n evaluations from a dozen or two inputs on, forward mode is the dearest
     backward_share = ratio["reverse mode"] / ratio["taped forward"]
-    assert np.all((backward_share > 1.5) & (backward_share < 3)), "the chapter says: around 2"
+    assert np.all((backward_share > 1.3) & (backward_share < 2)), "the chapter says: between 1.5 and 2"
     assert 5 <= n[ratio["reverse mode"] < 2 * n].min() <= 50
+    assert np.all((ratio["reverse mode"] > 15) & (ratio["reverse mode"] < 25)), "the chapter: about twenty"
+    assert 70 < ratio["central differences"][-1] / ratio["reverse mode"][-1] < 150, "about a hundred times"
     assert np.all(ratio["forward mode"][n >= 2] > ratio["central differences"][n >= 2])
 
 
@@ -100,6 +102,10 @@ def test_mlp_shows_the_cheap_gradient_constant(results):
     assert 2 < ratio["NumPy by hand (fwd+bwd)"] < 4, "a hand-written backward pass costs about 2 forward passes"
     for engine in ("PyTorch eager", "HIPS autograd", "JAX jit"):
         assert 1.5 < ratio[engine] < 8, engine
+    # the chapter: JAX's compiled forward pass takes less than half of NumPy's time, and its
+    # gradient about four of its own forward passes
+    assert ratio["JAX jit forward only"] < 0.5
+    assert 3.5 < ratio["JAX jit"] / ratio["JAX jit forward only"] < 4.5
 
 
 def test_per_op_overhead_orders_the_engines_as_the_chapter_says(results):
@@ -107,6 +113,8 @@ def test_per_op_overhead_orders_the_engines_as_the_chapter_says(results):
     assert us["Python float, no AD"] < us["NumPy, no AD"] < us["course_lib (Value)"] < us["course_lib (Tensor)"]
     assert us["course_lib (Tensor)"] < us["PyTorch eager"] < us["HIPS autograd"]
     assert 0.3 < us["course_lib (Value)"] < 5 and 0.3 < us["micrograd"] < 5
+    assert 0.3 < us["course_lib (Value)"] < 0.7, "the chapter: about half a microsecond"
+    assert 0.4 < us["course_lib (Value)"] / us["micrograd"] < 0.7, "the chapter: about half of micrograd's"
     assert us["JAX jit"] < us["course_lib (Value)"], "the chapter: compiled is cheaper than any eager engine"
 
 
@@ -142,11 +150,17 @@ def test_memory_per_node_and_tape(results):
 
 def test_scalar_mlp_cycles_cost_micrograd_with_the_collector_on(results):
     on, off = results["scalar_mlp"]["seconds_per_step_gc_on"], results["scalar_mlp"]["seconds_per_step_gc_off"]
-    # the chapter: with the collector paused micrograd is a little faster, with it running
-    # the cycles cost it more than twice over
-    assert off["micrograd"] < off["course_lib"]
-    assert on["micrograd"] > 2 * on["course_lib"]
-    assert on["micrograd"] > 2 * off["micrograd"]
+    # the chapter: the collector makes micrograd's step about twice as slow (its graphs are cycles);
+    # Value is faster either way
+    assert 1.7 < on["micrograd"] / off["micrograd"] < 2.5
+    assert off["course_lib"] < off["micrograd"] and 2 * on["course_lib"] < on["micrograd"]
+
+
+def test_scalar_mlp_closures_cost_value_more_with_the_collector_on(results):
+    on, off = results["scalar_mlp"]["seconds_per_step_gc_on"], results["scalar_mlp"]["seconds_per_step_gc_off"]
+    # the chapter: with the collector paused the closures cost little; running, they cost more
+    paused, running = off["course_lib"] / off["shared rules"], on["course_lib"] / on["shared rules"]
+    assert 1 < paused < 1.3 and running > paused + 0.2
 
 
 # ----------------------------------------------------------------------------- the chapter
@@ -176,6 +190,16 @@ def test_chapter_displays_the_recorded_numbers(chapter, results):
     assert f"depth {10**6:>9,}" in text
     per_node = results["memory"]["value_bytes_per_node"]
     assert shows(text, "nodes:", per_node, per_node * 1e6 / 2**20)  # bytes per node, MiB for a million nodes
+    on, off = results["scalar_mlp"]["seconds_per_step_gc_on"], results["scalar_mlp"]["seconds_per_step_gc_off"]
+    assert shows(
+        text, "Value / shared rules:", on["course_lib"] / on["shared rules"], off["course_lib"] / off["shared rules"]
+    )
+    assert shows(text, "micrograd / Value:", on["micrograd"] / on["course_lib"], off["micrograd"] / off["course_lib"])
+    assert shows(
+        text,
+        "JAX jit forward + backward / JAX jit forward:",
+        mlp["seconds"]["JAX jit"] / mlp["seconds"]["JAX jit forward only"],
+    )
 
 
 def test_chapter_is_clean(chapter):
@@ -241,8 +265,8 @@ def test_chapter_counts_the_multiply_adds_of_a_training_step(chapter, results):
     assert mentions_all(prose, [predicted, measured["NumPy by hand (fwd+bwd)"]], near="predicts", within=150)
     stated = [predicted, *sizes, measured["NumPy by hand (fwd+bwd)"], measured["course_lib"]]
     assert mentions_all(prose_section(prose, "Summary"), stated, near="measured", within=120)
-    assert f"{mlp['ratio_to_numpy_forward']['NumPy by hand (fwd+bwd)']:.2f}" == "2.70"
-    assert f"{mlp['ratio_to_numpy_forward']['course_lib']:.2f}" == "3.06"
+    assert f"{mlp['ratio_to_numpy_forward']['NumPy by hand (fwd+bwd)']:.2f}" == "2.61"
+    assert f"{mlp['ratio_to_numpy_forward']['course_lib']:.2f}" == "2.86"
 
 
 def test_chapter_step_ratio_exercise_check_tells_right_from_wrong(chapter):
