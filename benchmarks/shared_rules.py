@@ -2,13 +2,13 @@
 
 ``course_lib.scalar.Value`` gives every node its own ``_backward`` closure, the design
 chapter 5 teaches: the rule sits next to the forward computation and keeps the numbers it
-needs. The price is one function object per node (and a tuple of its saved numbers), which
+needs. The price is one function object per node (and a tuple of its default arguments), which
 costs time to create and, as long as the graph lives, more objects for Python's garbage
 collector to scan.
 
 This engine is the same ``Value`` with that one thing changed: each operation has ONE rule
 shared by all its nodes (a table, as in HIPS Autograd), and a node keeps its parents, its
-operation's rule and a tuple of the numbers that rule needs. Everything else is as in
+operation's rule and the numbers that rule needs (fields ``_x``, ``_y``). Everything else is as in
 course_lib (the same fields, the same check that saved inputs were not replaced, the same
 topological sort), so the two rows differ by the closures alone. It supports just the operations the
 benchmark's workloads use. It is never taught and never imported by ``course_lib``; the
@@ -22,10 +22,9 @@ from course_lib.toposort import interior_postorder
 _new_object = object.__new__
 
 
-def _unchanged(node: Value) -> None:
-    """As in course_lib: refuse to differentiate if an input's value was replaced since the forward pass."""
-    if any(p.data is not x for p, x in zip(node._parents, (node._x, node._y))):
-        raise RuntimeError(f"an input of {node._op!r} was modified after the forward pass")
+def _changed(node: Value) -> RuntimeError:
+    """As in course_lib: the error for a rule whose saved input was replaced since the forward pass."""
+    return RuntimeError(f"an input of {node._op!r} was modified after the forward pass")
 
 
 def _add_rule(node: Value, grad: float) -> None:
@@ -38,7 +37,7 @@ def _mul_rule(node: Value, grad: float) -> None:
     a, b = node._parents
     x, y = node._x, node._y
     if a.data is not x or b.data is not y:
-        _unchanged(node)
+        raise _changed(node)
     a.grad += y * grad
     b.grad += x * grad
 
@@ -47,7 +46,7 @@ def _pow_rule(node: Value, grad: float) -> None:
     (a,) = node._parents
     x, exponent = node._x, node._y
     if a.data is not x:
-        _unchanged(node)
+        raise _changed(node)
     a.grad += exponent * x ** (exponent - 1) * grad
 
 
@@ -55,7 +54,7 @@ def _relu_rule(node: Value, grad: float) -> None:
     (a,) = node._parents
     x = node._x
     if a.data is not x:
-        _unchanged(node)
+        raise _changed(node)
     if x > 0:
         a.grad += grad
 
@@ -65,8 +64,8 @@ def _leaf_rule(node: Value, grad: float) -> None:
 
 
 class Value:
-    """A scalar node with the fields of course_lib's ``Value``, but a shared rule and a tuple
-    of saved numbers where course_lib has a closure."""
+    """A scalar node with the fields of course_lib's ``Value``, but a shared rule and saved
+    numbers in fields where course_lib has a closure."""
 
     __slots__ = ("data", "grad", "label", "_parents", "_op", "_rule", "_x", "_y")
 

@@ -81,10 +81,10 @@ def test_reverse_mode_ratio_is_flat_while_forward_mode_and_differences_grow(resu
     large = n >= 100
     fd = ratio["central differences"][large]
     assert np.all((fd > 1.5 * n[large]) & (fd < 5 * n[large]))
-    # the chapter's claims: the backward sweep costs about as much again as the recording pass,
+    # the chapter's claims: the backward sweep costs a little less than the recording pass,
     # reverse mode beats 2n evaluations from a dozen or two inputs on, forward mode is the dearest
     backward_share = ratio["reverse mode"] / ratio["taped forward"]
-    assert np.all((backward_share > 1.3) & (backward_share < 2)), "the chapter says: between 1.5 and 2"
+    assert np.all((backward_share >= 1.45) & (backward_share < 2)), "the chapter says: between 1.5 and 2"
     assert 5 <= n[ratio["reverse mode"] < 2 * n].min() <= 50
     assert np.all((ratio["reverse mode"] > 15) & (ratio["reverse mode"] < 25)), "the chapter: about twenty"
     assert 70 < ratio["central differences"][-1] / ratio["reverse mode"][-1] < 150, "about a hundred times"
