@@ -16,7 +16,9 @@ c.CourseDirectory.course_id = "autodiff-from-scratch"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".pytest_cache"]
+# rules.toml (the course_lib functions students write themselves, course_grader/rules.py) is
+# the grader's: it stays out of the student version.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".pytest_cache", "rules.toml"]
 
 # The gradebook is one setting, the environment variable DB_URL (`make release DB_URL=...`):
 # unset, the sqlite file gradebook.db here; for a team or a hub, PostgreSQL, e.g.

@@ -24,6 +24,7 @@ import argparse
 import difflib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -37,8 +38,9 @@ from pathlib import Path
 
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
-from course_grader.handin import PartResult, grade_hand_in
+from course_grader.handin import GradingFailed, PartResult, grade_hand_in
 from course_grader.parts import secret_lines
+from course_grader.rules import read_rules
 from course_grader.sandbox import Limits, Sandbox, SandboxMissing, course_lib_root
 
 
@@ -112,9 +114,10 @@ class ClassGrader:
         self.course = Path(course).resolve()
         self.timeout = timeout or 60
         self.log = log
-        self.sandbox = Sandbox(
-            limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30)), unsafe=unsafe
-        )
+        self.limits = limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30))
+        self.unsafe = unsafe
+        self.sandbox = Sandbox(self.limits, unsafe=unsafe)  # checks bubblewrap is there
+        self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
         bin_dir = Path(sys.executable).parent
         # nbgrader shells out to alembic, which lives next to the running Python.
         self.env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -220,6 +223,9 @@ class ClassGrader:
             or (o.status == "unchanged" and not self._graded_dir(o).exists())
         ]
         bar = _progress_bar(len(todo)) if progress and todo else None
+        self.slots = queue.SimpleQueue()
+        for slot in range(max(1, jobs)):
+            self.slots.put(slot)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for k, (out, hand_in, results) in enumerate(pool.map(self._run_hand_in, todo), 1):
                 if bar is not None:
@@ -261,11 +267,16 @@ class ClassGrader:
             course_lib_root(),
         ]
         redact = Redactor(secret_lines(source), grader_paths)
+        slot = self.slots.get()
         try:
+            rules = read_rules(self.course / "solutions" / out.assignment)
+            sandbox = Sandbox(self.limits, unsafe=self.unsafe, rules=rules, slot=slot)
             hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
-            results = grade_hand_in(
-                source, hand_in, self.course / "exercises" / out.assignment, self.sandbox, self.timeout, name
-            )
+            results = grade_hand_in(source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name)
+        except GradingFailed as error:
+            out.status = "failed"
+            out.notes.append(f"the grading machinery failed on this hand-in ({error}); nothing was scored: grade it by hand")
+            return out, None, None
         except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
             out.status = "failed"
             out.notes.append(
@@ -275,6 +286,8 @@ class ClassGrader:
                 )
             )
             return out, None, None
+        finally:
+            self.slots.put(slot)
         for r in results:
             r.message, r.output, r.notes = redact(r.message), redact(r.output), [redact(n) for n in r.notes]
         return out, hand_in, results

@@ -1,19 +1,22 @@
-"""Grade one hand-in: each part in its own sandboxed process, points only from its verdict.
+"""Grade one hand-in: a judge process runs its tests, one sandboxed student process per part.
 
-A part passes when its test ran to the end in the harness; anything else (a failed assert, an
-error, a time-out, a crash, a killed process, no verdict at all) gives it zero points and one
-feedback line saying what happened. A cell that crashed or hung the process while one part
-was graded is skipped in the later parts' processes, so one mistake is charged once.
+A part passes when its test ran to the end in the judge (:mod:`course_grader.judge`), which
+never runs the student's code; anything else (a failed assert, an error, a time-out, a
+student's process that crashed or was killed) gives it zero points and one feedback line
+saying what happened. A cell that crashed or hung the student's process while one part was
+graded is skipped in the later parts' processes, so one mistake is charged once. When the
+grading machinery itself fails (the judge died, or answered nonsense), the hand-in is not
+scored: it goes to a human, with the reason.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-import shutil
-import signal
+import os
+import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_grader.parts import Part, parts
@@ -31,50 +34,36 @@ class PartResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
+class GradingFailed(RuntimeError):
+    """The grading machinery failed on this hand-in (not the student's code): a human decides."""
 
 
-def _process_end(run, sandbox: Sandbox, where: str) -> str:
-    """A sentence on why the process ended without a verdict."""
-    limits = sandbox.limits
-    if run.timed_out:
-        return f"{where} ran longer than {limits.wall_seconds:g} s and was stopped"
-    # bubblewrap reports a child killed by signal n as exit status 128 + n
-    signalled = (
-        -run.returncode
-        if run.returncode < 0
-        else run.returncode - 128
-        if sandbox.isolated and run.returncode > 128
-        else 0
-    )
-    if signalled:
-        name = _signal_name(-signalled)
-        reason = {
-            "SIGSEGV": "crashed (segmentation fault)",
-            "SIGXCPU": f"used more than {limits.cpu_seconds} s of CPU time",
-            "SIGXFSZ": f"wrote a file larger than {limits.file_bytes // 1024**2} MB",
-            "SIGKILL": "was killed (memory or time limit)",
-            "SIGABRT": "aborted (out of memory?)",
-        }.get(name, f"was ended by {name}")
-        return f"{where} {reason}"
-    return f"{where} ended the Python process itself (exit status {run.returncode}, e.g. os._exit or a crash)"
+GRADER_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _events(run, nonce: str) -> list[dict]:
-    """The harness's events, in order; lines without the job's nonce are not the harness's."""
-    events = []
-    for line in run.result.decode("utf-8", "replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("event"), str) and event.get("nonce") == nonce:
-            events.append(event)
-    return events
+def judge_job(part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path) -> dict:
+    return {
+        "parts": [
+            {
+                "grade_id": p.grade_id,
+                "setup": [c for c in p.cells if c["kind"] == "setup"],
+                "cells": p.cells,
+                "cell_names": [c["name"] for c in p.cells],
+                "references": p.references,
+                "answers": p.answers,
+                "visible": p.visible,
+                "hidden": p.hidden,
+            }
+            for p in part_list
+        ],
+        "limits": asdict(sandbox.limits),
+        "unsafe": sandbox.unsafe,
+        "rules": list(sandbox.rules),
+        "slot": sandbox.slot,
+        "cell_timeout": cell_timeout,
+        "files": str(files),
+        "scratch": str(scratch),
+    }
 
 
 def grade_hand_in(
@@ -83,80 +72,64 @@ def grade_hand_in(
     """Every part of ``source_nb`` graded on the answers of ``hand_in``."""
     import nbformat
 
-    results = []
-    skipped: dict[str, str] = {}  # cell name -> why it is no longer run
-    for part in parts(source_nb, hand_in):
-        result = PartResult(part.grade_id, part.points)
-        results.append(result)
-        cells = [c for c in part.cells if c["name"] not in skipped]
-        result.notes += [f"not run: {skipped[c['name']]}" for c in part.cells if c["name"] in skipped]
-        nonce = secrets.token_hex(16)
-        job = {
-            "nonce": nonce,
-            "cells": cells,
-            "cell_timeout": cell_timeout,
-            "references": part.references,
-            "test": {"visible": part.visible, "hidden": part.hidden, "forbid": part.forbid},
-        }
-        with tempfile.TemporaryDirectory(prefix="grading-") as scratch_dir:
-            scratch = Path(scratch_dir)
-            for item in release_dir.iterdir():  # the released data files, and the hand-in itself
-                if item.is_file() and item.suffix != ".ipynb":
-                    shutil.copy(item, scratch / item.name)
-            nbformat.write(hand_in, scratch / notebook_name)
-            run = sandbox.run(job, scratch)
-        _interpret(part, result, _events(run, nonce), run, sandbox, skipped)
-    return results
+    part_list = parts(source_nb, hand_in)
+    with tempfile.TemporaryDirectory(prefix="grading-") as work:
+        files = Path(work) / "files"
+        files.mkdir()
+        for item in Path(release_dir).iterdir():  # the released data files, and the hand-in itself
+            if item.is_file() and item.suffix != ".ipynb":
+                (files / item.name).write_bytes(item.read_bytes())
+        nbformat.write(hand_in, files / notebook_name)
+        scratch = Path(work) / "parts"
+        scratch.mkdir()
+        os.chmod(work, 0o755)
+        job = judge_job(part_list, sandbox, cell_timeout, files, scratch)
+        # The judge's whole budget: every part's cells and test, with room to start processes.
+        budget = sum(cell_timeout * (len(p.cells) + 3) + 10 for p in part_list) + 30
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-s", "-m", "course_grader.judge"],
+                    input=json.dumps(job).encode(),
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    cwd=work,
+                    env={
+                        "PYTHONPATH": str(GRADER_ROOT),
+                        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                        "LANG": "C.UTF-8",
+                        **{k: v for k, v in os.environ.items() if k == "COURSE_GRADER_PROFILE"},
+                    },
+                    timeout=budget,
+                )
+            except subprocess.TimeoutExpired:
+                raise GradingFailed(f"the judge did not finish within {budget:g} s") from None
+            errors.seek(0)
+            trace = errors.read().decode("utf-8", "replace")
+            if os.environ.get("COURSE_GRADER_DEBUG"):
+                sys.stderr.write(trace)
+        try:
+            verdicts = json.loads(proc.stdout)
+        except ValueError:
+            last = trace.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+            raise GradingFailed(f"the judge failed ({last[0][:300]})") from None
+    return [_result(part, verdict) for part, verdict in zip(part_list, verdicts, strict=True)]
 
 
-def _interpret(
-    part: Part, result: PartResult, events: list[dict], run, sandbox: Sandbox, skipped: dict[str, str]
-) -> None:
-    running = None
-    for event in events:
-        kind = event["event"]
-        if kind == "cell-start":
-            running = event.get("cell")
-        elif kind == "cell-end":
-            running = None
-            status, cell = event.get("status"), str(event.get("cell"))
-            if status == "timeout":
-                skipped[cell] = f"the cell '{cell}' timed out while {part.grade_id} was graded"
-                result.notes.append(f"your cell '{cell}' ran longer than the time limit and was stopped")
-            elif status == "syntax":
-                result.notes.append(f"your cell '{cell}' is not valid Python here: {event.get('message', '')}")
-            elif status == "error":
-                result.notes.append(f"your cell '{cell}' raised {event.get('error')}: {event.get('message', '')}")
-        elif kind == "restored":
-            result.notes.append(
-                "your code changed " + ", ".join(event.get("names", [])[:5]) + "; these were put back before testing"
-            )
-        elif kind == "setup-failed":
-            result.message = (
-                f"the assignment's own set-up cell '{event.get('cell')}' failed "
-                f"({event.get('error')}): not your fault, tell the instructor"
-            )
-            return
-        elif kind == "test-start":
-            running = "test"
-        elif kind == "verdict":
-            result.passed = event.get("passed") is True
-            result.points = result.max_points if result.passed else 0.0
-            result.output = str(event.get("output", ""))
-            if not result.passed:
-                result.message = _failure(event)
-            return
-    if running == "test":
-        result.message = _process_end(run, sandbox, "the test of your code")
-    elif running is not None:
-        skipped[running] = f"the cell '{running}' ended the process while {part.grade_id} was graded"
-        result.message = _process_end(run, sandbox, f"your cell '{running}'")
-    else:
-        result.message = _process_end(run, sandbox, "the grading process") + " before the test ran"
+def _result(part: Part, verdict: dict) -> PartResult:
+    result = PartResult(part.grade_id, part.points, notes=list(verdict["notes"]))
+    result.passed = verdict["passed"] is True
+    result.points = result.max_points if result.passed else 0.0
+    result.output = verdict["output"]
+    if not result.passed:
+        result.message = verdict["process_end"] or _failure(verdict)
+    return result
 
 
 def _failure(verdict: dict) -> str:
-    error, message = verdict.get("error", "Error"), str(verdict.get("message", "")).strip()
+    error, message = verdict.get("error") or "Error", str(verdict.get("message", "")).strip()
+    if verdict.get("phase") == "set-up":
+        return message
     if error == "AssertionError" and verdict.get("in_test_code"):
         return message or "a check of the test failed"
     return f"{error}: {message}" if message else error

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
-FORBID = re.compile(r"^[ \t]*# grader: forbid ([\w.]+)[ \t]*$", re.M)
 REFERENCE = re.compile(r"^[ \t]*# grader: reference ([\w ]+?)[ \t]*$", re.M)
 
 
@@ -29,15 +28,15 @@ class Part:
     points: float
     visible: str
     hidden: str
-    forbid: list[str]
     cells: list[dict] = field(default_factory=list)  # what runs before the test, in notebook order
     references: list[dict] = field(default_factory=list)  # solution cells run just before the test
+    answers: list[str] = field(default_factory=list)  # grade ids of the answer cells this test checks
 
 
-def split_test(source: str) -> tuple[str, str, list[str]]:
-    """A test cell's visible lines, its hidden lines, and the references it forbids."""
+def split_test(source: str) -> tuple[str, str]:
+    """A test cell's visible lines and its hidden lines."""
     hidden = "\n".join(match.group(1) for match in HIDDEN.finditer(source))
-    return HIDDEN.sub("", source), hidden, FORBID.findall(hidden)
+    return HIDDEN.sub("", source), hidden
 
 
 def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[dict]]:
@@ -79,22 +78,26 @@ def parts(source_nb, hand_in) -> list[Part]:
     solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")}
     cells: list[dict] = []
     found: list[Part] = []
+    since_last_test: list[str] = []
     for k, cell in enumerate(source_nb.cells):
         if cell.cell_type != "code":
             continue
         meta = nbgrader_meta(cell)
         if meta.get("grade") and not meta.get("solution"):
-            visible, hidden, forbid = split_test(cell.source)
+            visible, hidden = split_test(cell.source)
             references = [
-                {"name": f"reference {name}", "kind": "reference", "source": solutions[name]}
+                {"name": name, "kind": "reference", "source": solutions[name]}
                 for match in REFERENCE.findall(hidden)
                 for name in match.split()
             ]
+            tested = since_last_test or (found[-1].answers if found else [])
             found.append(
-                Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, forbid, list(cells), references)
+                Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, list(cells), references, tested)
             )
+            since_last_test = []
         elif meta.get("solution"):
             cells.extend(answers.get(meta["grade_id"], []))
+            since_last_test.append(meta["grade_id"])
         else:
             cells.append(
                 {"name": meta.get("grade_id") or f"set-up cell {k + 1}", "kind": "setup", "source": cell.source}

@@ -1,17 +1,28 @@
 """Where a hand-in's code runs: a bubblewrap sandbox, one fresh process per graded part.
 
-Inside the sandbox the process sees a read-only Python (interpreter, virtual environment,
-course_lib), an empty ``/tmp``, and one writable scratch folder holding a copy of the
-hand-in; nothing else of the grader's file system (no ``solutions/``, no gradebook, no other
-student's work). It runs as the unprivileged user 65534 in new user, PID, network, IPC and
-UTS namespaces: no network at all (not even the host's loopback), no view of the grader's
-processes, an empty environment, and every process it starts dies with it. Resource limits
-(CPU time, address space, file size, processes) are set before bubblewrap starts, and the
-grader kills the whole sandbox when the wall-clock limit is reached.
+Inside the sandbox the runner (:mod:`course_grader.runner`) sees a read-only Python
+(interpreter, virtual environment, course_lib), an empty ``/tmp``, and one writable scratch
+folder with the assignment's data files and the hand-in; nothing else of the grader's file
+system (no ``solutions/``, no gradebook, no other student's work, no tests). It runs as an
+unprivileged user in new user, PID, network, IPC and UTS namespaces: no network at all (not
+even the host's loopback), no view of the grader's processes, an empty environment, and
+every process it starts dies with it. It talks to the judge over two pipes; its standard
+input is empty.
+
+**Classmates stay safe.** Each sandbox gets limits of its own that the kernel enforces
+whoever runs the grader: where the grader may create control groups (root, cgroup v1 or v2,
+as on a grading server or in CI), each sandbox is in its own group with a process limit and a
+memory limit (``/tmp`` is in memory, so it counts); otherwise, as root, each grading slot
+runs as its own unprivileged user, so the kernel's per-user process limit is that slot's
+alone. Per-process limits (CPU time, address space, file size, processes) apply in every
+case, and the whole sandbox is killed at its wall-clock limit.
+
+Functions an assignment asks students to write themselves (its ``rules``) are absent from
+the course_lib the sandbox sees (:mod:`course_grader.rules`).
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
-flag; then the same harness runs with the same limits and an empty environment, but with
-the grader's own user, files and network.
+flag; then the same runner runs with the same limits and an empty environment, but with the
+grader's own user, files and network.
 """
 
 from __future__ import annotations
@@ -22,15 +33,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import course_lib
 
-HARNESS = Path(__file__).with_name("harness.py")
+RUNNER = Path(__file__).with_name("runner.py")
+PROTOCOL = Path(__file__).with_name("protocol.py")
 INSIDE_HOME = "/home/student"
-INSIDE_HARNESS = "/opt/course_grader/harness.py"
+INSIDE_GRADER = "/opt/course_grader"
+INSIDE_LIB = "/opt/course_lib"
 NOBODY = 65534
+FIRST_SLOT_UID = 61000  # unprivileged host users for the grading slots, when there are no cgroups
 
 
 class SandboxMissing(RuntimeError):
@@ -39,24 +54,19 @@ class SandboxMissing(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-process limits of one graded part."""
+    """Limits of one graded part's process (and, with cgroups, of everything it starts)."""
 
     wall_seconds: float = 90.0
     cpu_seconds: int = 90
-    memory_bytes: int = 3 * 1024**3
+    memory_bytes: int = 3 * 1024**3  # address space of one process (PyTorch reserves a lot)
+    group_memory_bytes: int = 2 * 1024**3  # memory actually used by the whole sandbox, /tmp included
     file_bytes: int = 64 * 1024**2
     processes: int = 64
     output_bytes: int = 1024**2
 
     def rlimits(self) -> dict[str, int]:
-        """The kernel's resource limits, by ``resource`` name, for the harness to set on itself.
-
-        The harness sets them (soft = hard, so answer code cannot raise them) before it runs
-        anything of the student's. Setting them from the grader between fork and exec
-        (``preexec_fn``) would be unsafe: the grader runs hand-ins from several threads, and
-        a fork while another thread holds the import or logging lock can hang the child
-        and then the grader (seen with ``make autograde JOBS=2``).
-        """
+        """The kernel's resource limits, by ``resource`` name, for the runner to set on itself
+        (soft = hard, before any of the student's code runs)."""
         return {
             "RLIMIT_CPU": self.cpu_seconds,
             "RLIMIT_AS": self.memory_bytes,
@@ -64,16 +74,6 @@ class Limits:
             "RLIMIT_NPROC": self.processes,
             "RLIMIT_CORE": 0,
         }
-
-
-@dataclass
-class Run:
-    """What one sandboxed process left behind."""
-
-    returncode: int
-    result: bytes  # everything the harness wrote on its result channel
-    stderr: bytes  # the first output_bytes of the process's own stderr (diagnostics)
-    timed_out: bool
 
 
 def find_bwrap() -> str | None:
@@ -86,12 +86,11 @@ def course_lib_root() -> Path:
 
 
 def _python_roots() -> list[Path]:
-    """Folders the interpreter, its standard library, the venv and course_lib live in."""
+    """Folders the interpreter, its standard library and the venv live in."""
     roots = {
         Path(sys.base_prefix).resolve(),
         Path(sys.prefix).resolve(),
         Path(os.path.realpath(sys.executable)).parent.parent,
-        course_lib_root() / "course_lib",
     }
     # Package folders a .pth file added from elsewhere (a venv layered on another one's
     # packages, as a shared hub venv can be); never the course folder on sys.path itself.
@@ -101,10 +100,167 @@ def _python_roots() -> list[Path]:
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
 
 
-class Sandbox:
-    """Runs the grading harness on one job, isolated by bubblewrap (or, if ``unsafe``, not)."""
+class ControlGroups:
+    """One control group per sandbox (pids and memory), cgroup v2 or v1, when this process may
+    make them; ``None`` from :meth:`find` otherwise."""
 
-    def __init__(self, limits: Limits | None = None, unsafe: bool = False):
+    def __init__(self, folders: dict[str, Path], v2: bool):
+        self.folders, self.v2 = folders, v2
+
+    @classmethod
+    def find(cls) -> ControlGroups | None:
+        base = Path("/sys/fs/cgroup")
+        if os.geteuid() != 0:
+            return None
+        if (base / "cgroup.controllers").exists():
+            controllers = (base / "cgroup.controllers").read_text().split()
+            if {"pids", "memory"} <= set(controllers):
+                parent = base / "course-grader"
+                try:
+                    parent.mkdir(exist_ok=True)
+                    (base / "cgroup.subtree_control").write_text("+pids +memory")
+                    (parent / "cgroup.subtree_control").write_text("+pids +memory")
+                    return cls({"unified": parent}, v2=True)
+                except OSError:
+                    return None
+            return None
+        folders = {name: base / name / "course-grader" for name in ("pids", "memory")}
+        try:
+            for folder in folders.values():
+                folder.mkdir(exist_ok=True)
+        except OSError:
+            return None
+        return cls(folders, v2=False)
+
+    def make(self, limits: Limits) -> list[Path]:
+        """New groups for one sandbox with its limits; the folders to join and remove."""
+        name = uuid.uuid4().hex
+        made = []
+        try:
+            if self.v2:
+                group = self.folders["unified"] / name
+                group.mkdir()
+                made.append(group)
+                (group / "pids.max").write_text(str(limits.processes))
+                (group / "memory.max").write_text(str(limits.group_memory_bytes))
+                if (group / "memory.swap.max").exists():
+                    (group / "memory.swap.max").write_text("0")
+            else:
+                pids = self.folders["pids"] / name
+                pids.mkdir()
+                made.append(pids)
+                (pids / "pids.max").write_text(str(limits.processes))
+                memory = self.folders["memory"] / name
+                memory.mkdir()
+                made.append(memory)
+                (memory / "memory.limit_in_bytes").write_text(str(limits.group_memory_bytes))
+        except OSError:
+            self.remove(made)
+            raise
+        return made
+
+    @staticmethod
+    def remove(groups: list[Path]) -> None:
+        """Kill whatever is left in the groups, then remove them."""
+        for group in groups:
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                import time
+
+                time.sleep(0.01)
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+
+
+@dataclass
+class Ending:
+    """How one sandboxed process ended."""
+
+    returncode: int | None
+    killed: bool  # by the grader, at the wall-clock limit or after the verdict
+    stderr: bytes = b""
+
+    def describe(self, where: str, sandbox: Sandbox) -> str:
+        """A sentence on why the process ended without a verdict."""
+        limits = sandbox.limits
+        code = self.returncode
+        if code is None or (self.killed and code in (-9, 137)):
+            return f"{where} ran longer than the time limit and was stopped"
+        # bubblewrap reports a child killed by signal n as exit status 128 + n
+        signalled = -code if code < 0 else code - 128 if sandbox.isolated and code > 128 else 0
+        if signalled:
+            try:
+                name = signal.Signals(signalled).name
+            except ValueError:
+                name = f"signal {signalled}"
+            reason = {
+                "SIGSEGV": "crashed (segmentation fault)",
+                "SIGXCPU": f"used more than {limits.cpu_seconds} s of CPU time",
+                "SIGXFSZ": f"wrote a file larger than {limits.file_bytes // 1024**2} MB",
+                "SIGKILL": "was killed (out of memory?)",
+                "SIGABRT": "aborted (out of memory?)",
+            }.get(name, f"was ended by {name}")
+            return f"{where} {reason}"
+        return f"{where} ended the Python process itself (exit status {code}, e.g. os._exit or a crash)"
+
+
+@dataclass
+class SandboxRun:
+    """One running sandbox: the judge writes requests, reads replies."""
+
+    process: subprocess.Popen
+    request_write: int
+    reply_read: int
+    stderr: object
+    groups: list[Path] = field(default_factory=list)
+    ending: Ending | None = None
+
+    def finish(self, grace: float = 0.0) -> Ending:
+        """Stop the sandbox (if it still runs after ``grace`` seconds) and everything in it;
+        say how it ended."""
+        if self.ending is not None:
+            return self.ending
+        try:
+            code = self.process.wait(grace) if grace else self.process.poll()
+        except subprocess.TimeoutExpired:
+            code = None
+        killed = code is None
+        if killed:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # the sandbox's whole session
+            except ProcessLookupError:
+                pass
+        code = self.process.wait()
+        ControlGroups.remove(self.groups)
+        self.stderr.seek(0)  # type: ignore[attr-defined]
+        text = self.stderr.read(64 * 1024)  # type: ignore[attr-defined]
+        self.stderr.close()  # type: ignore[attr-defined]
+        self.ending = Ending(None if killed else code, killed, text)
+        return self.ending
+
+
+class Sandbox:
+    """Starts the runner for one part, isolated by bubblewrap (or, if ``unsafe``, not)."""
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        unsafe: bool = False,
+        rules: list[str] | tuple[str, ...] = (),
+        slot: int = 0,
+    ):
         self.limits = limits or Limits()
         self.bwrap = find_bwrap()
         self.unsafe = unsafe
@@ -116,152 +272,96 @@ class Sandbox:
                 "you trust, pass --unsafe-no-sandbox to grade without isolation."
             )
         self.isolated = self.bwrap is not None and not unsafe
+        self.slot = slot
+        self.rules = tuple(rules)
+        from course_grader.rules import course_lib_without
+
+        self.lib_parent = course_lib_without(rules) if rules else course_lib_root()
+        self.groups = ControlGroups.find() if self.isolated else None
 
     @property
     def description(self) -> str:
         return "bubblewrap sandbox" if self.isolated else "NO SANDBOX (--unsafe-no-sandbox)"
 
-    def command(self, scratch: Path) -> list[str]:
-        python = os.path.realpath(sys.executable) if self.isolated else sys.executable
-        venv_python = str(Path(sys.prefix) / "bin" / "python")
+    @property
+    def inside_course_lib_parent(self) -> str:
+        return INSIDE_LIB if self.isolated else str(self.lib_parent)
+
+    def command(self, scratch: Path, request_fd: int, reply_fd: int) -> list[str]:
+        venv_python = Path(sys.prefix) / "bin" / "python"
+        python = str(venv_python) if venv_python.exists() else sys.executable
         if not self.isolated:
-            return [venv_python if Path(venv_python).exists() else python, "-I", str(HARNESS)]
-        assert self.bwrap is not None  # isolated means bubblewrap was found
-        cmd = [
-            self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid",
-            str(NOBODY),
-            "--gid",
-            str(NOBODY),
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-            "--clearenv",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-        ]
+            return [python, "-I", str(RUNNER), str(request_fd), str(reply_fd)]
+        assert self.bwrap is not None
+        cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+        cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64"):
             path = Path("/") / name
             if path.is_symlink():
                 cmd += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 cmd += ["--ro-bind", str(path), str(path)]
-        # An empty /tmp first: bubblewrap mounts in order, so Python, the venv or course_lib
-        # living under /tmp (a course cloned there) are bound on top of it, not hidden by it.
-        cmd += ["--tmpfs", "/tmp"]
+        # An empty /tmp first: bubblewrap mounts in order, so Python or the venv living under
+        # /tmp (a course cloned there) are bound on top of it, not hidden by it. With control
+        # groups it is a tmpfs, counted in the group's memory; without, a folder of the scratch.
+        if self.groups is not None:
+            cmd += ["--tmpfs", "/tmp"]
+        else:
+            (scratch / ".tmp").mkdir(exist_ok=True)
+            os.chmod(scratch / ".tmp", 0o1777)
+            cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
         for root in _python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
-        cmd += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--bind",
-            str(scratch),
-            INSIDE_HOME,
-            "--chdir",
-            INSIDE_HOME,
-            "--ro-bind",
-            str(HARNESS),
-            INSIDE_HARNESS,
-            "--setenv",
-            "HOME",
-            INSIDE_HOME,
-            "--setenv",
-            "PATH",
-            f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
-            "--setenv",
-            "LANG",
-            "C.UTF-8",
-            "--setenv",
-            "MPLBACKEND",
-            "Agg",
-            "--setenv",
-            "OPENBLAS_NUM_THREADS",
-            "1",
-            "--setenv",
-            "OMP_NUM_THREADS",
-            "1",
-        ]
-        return cmd + [venv_python if Path(venv_python).exists() else python, "-I", INSIDE_HARNESS]
+        cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", str(scratch), INSIDE_HOME, "--chdir", INSIDE_HOME]
+        cmd += ["--ro-bind", str(RUNNER), f"{INSIDE_GRADER}/runner.py"]
+        cmd += ["--ro-bind", str(PROTOCOL), f"{INSIDE_GRADER}/protocol.py"]
+        for key, value in self.environment(INSIDE_HOME).items():
+            cmd += ["--setenv", key, value]
+        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd)]
+        return self.confined(cmd)
 
-    def run(self, job: dict, scratch: Path) -> Run:
-        """Run the harness on ``job`` (sent on stdin) with ``scratch`` as its working folder."""
-        import json
+    def confined(self, cmd: list[str]) -> list[str]:
+        """Without control groups, as root: run as this slot's own unprivileged user, so the
+        kernel's per-user process limit holds for this sandbox alone."""
+        if self.groups is None and os.geteuid() == 0 and shutil.which("setpriv"):
+            uid = str(FIRST_SLOT_UID + self.slot)
+            return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
+        return cmd
 
-        read_end, write_end = os.pipe()
-        # The harness imports the very course_lib the grader grades against (bound read-only),
-        # whatever the venv's own path configuration says (an editable install elsewhere, say).
-        lib_parent = str(course_lib_root())
-        message = json.dumps(
-            dict(job, result_fd=write_end, rlimits=self.limits.rlimits(), course_lib_parent=lib_parent)
-        ).encode()
-        env = {
+    @staticmethod
+    def environment(home: str) -> dict[str, str]:
+        return {
+            "HOME": home,
             "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
             "LANG": "C.UTF-8",
-            "HOME": str(scratch),
             "MPLBACKEND": "Agg",
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
         }
-        limits = self.limits
-        with tempfile.TemporaryFile() as stderr, tempfile.TemporaryFile() as stdin:
-            stdin.write(message)
-            stdin.seek(0)
-            proc = subprocess.Popen(
-                self.command(scratch),
-                stdin=stdin,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                pass_fds=(write_end,),
-                env=env,
-                cwd=scratch,
-                start_new_session=True,
-            )
-            os.close(write_end)
-            result, timed_out = _read_until(read_end, proc, limits)
-            stderr.seek(0)
-            return Run(proc.returncode, result, stderr.read(limits.output_bytes), timed_out)
 
-
-def _read_until(fd: int, proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bool]:
-    """Read the result channel until the process ends or the wall-clock limit; kill on time-out."""
-    import selectors
-    import time
-
-    deadline = time.monotonic() + limits.wall_seconds
-    chunks, size, timed_out = [], 0, False
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            if not sel.select(timeout=min(left, 1.0)):
-                if proc.poll() is not None:
-                    break
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            if size < limits.output_bytes:
-                chunks.append(data[: limits.output_bytes - size])
-                size += len(data)
-    os.close(fd)
-    if not timed_out:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    if timed_out or proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the sandbox's whole session, daemons included
-        except ProcessLookupError:
-            pass
-    proc.wait()
-    return b"".join(chunks), timed_out
+    def start(self, scratch: Path) -> SandboxRun:
+        """Start the runner with ``scratch`` as its working folder; it waits for its job."""
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        groups = self.groups.make(self.limits) if self.groups is not None else []
+        cmd = self.command(scratch, request_read, reply_write)
+        if groups:  # join the groups before anything of the sandbox starts
+            joins = " ".join(f"echo $$ > {g}/cgroup.procs;" for g in groups)
+            cmd = ["/bin/sh", "-c", f'{joins} exec "$@"', "sandbox", *cmd]
+        if not self.isolated or self.groups is None:
+            os.chmod(scratch, 0o777)
+        stderr = tempfile.TemporaryFile()
+        process = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            pass_fds=(request_read, reply_write),
+            env=self.environment(str(scratch)),
+            cwd=scratch,
+            start_new_session=True,
+        )
+        os.close(request_read)
+        os.close(reply_write)
+        return SandboxRun(process, request_write, reply_read, stderr, groups)

@@ -1,0 +1,406 @@
+"""What crosses between the judge and the student's process: plain data, and names of objects.
+
+The judge (:mod:`course_grader.judge`) runs the tests; the runner (:mod:`course_grader.runner`)
+runs the student's code in the sandbox. They talk over two pipes in newline-separated JSON
+messages. A value crosses as **plain data** (None, bools, ints, floats, complex numbers,
+strings, NumPy arrays of a numeric dtype, and lists, tuples, dicts and sets of these), which the
+receiver rebuilds from scratch, so an object of the student's can never pass itself off as a
+number or an array. Anything else stays where it lives and crosses as a **handle**, a number
+the other side uses to ask for operations on it (``{"$h": n}`` for the runner's objects,
+``{"$r": n}`` for the judge's).
+
+Messages, each one JSON object on one line:
+
+* a request ``{"id": n, "op": OP, ...}``: the receiver does ``op`` and answers;
+* a reply ``{"re": n, "value": V}`` or ``{"re": n, "error": {"type": T, "message": M}}``;
+* an event ``{"event": NAME, ...}`` from the runner while it runs the notebook's cells.
+
+Either side may send requests while it waits for a reply (a student's function calls a
+function the test handed it), so both sides use the same :class:`Endpoint`. This module uses
+the standard library and NumPy only: the runner imports it inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+import operator
+import os
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal, TypedDict
+
+import numpy as np
+
+# Operations the judge asks of the runner's objects (and the runner of the judge's, where allowed).
+OPS = (
+    "global",  # the value of a notebook name
+    "setup",  # what the set-up cells bound to a name
+    "setglobal",  # bind a notebook name (the judge's reference solutions)
+    "getattr",
+    "setattr",
+    "call",
+    "getitem",
+    "setitem",
+    "len",
+    "iter",
+    "contains",
+    "binop",
+    "unary",
+    "convert",
+    "isinstance",
+    "classname",
+)
+BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
+COMPARISONS = ("lt", "le", "gt", "ge")
+UNARY = ("neg", "pos", "abs", "invert")
+CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array")
+
+# Events of the runner while it runs the cells (before it serves requests).
+CELL_START = "cell-start"
+CELL_END = "cell-end"
+SETUP_FAILED = "setup-failed"
+READY = "ready"
+
+MAX_DEPTH = 64  # nesting of lists, tuples and dicts
+MAX_MESSAGE = 64 * 1024**2  # bytes of one message
+MAX_ELEMENTS = 8 * 1024**2  # entries of one array
+ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
+
+
+class Job(TypedDict):
+    """The first message to the runner: what to run before it serves requests."""
+
+    cells: list[Cell]
+    cell_timeout: float
+    rlimits: dict[str, int]
+    course_lib_parent: str
+
+
+class Cell(TypedDict):
+    name: str
+    kind: Literal["setup", "answer", "extra"]
+    source: str
+
+
+class CellOutcome(TypedDict, total=False):
+    status: Literal["ok", "error", "timeout", "syntax"]
+    error: str
+    message: str
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a message of this protocol."""
+
+
+class ChannelClosed(Exception):
+    """The other side's process ended (or closed its pipe) before it answered."""
+
+
+class RemoteError(Exception):
+    """An exception of the other side, of a type that has no builtin counterpart here."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}" if message else kind)
+        self.kind = kind
+
+
+BUILTIN_ERRORS: dict[str, type[BaseException]] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, Exception)
+}
+
+
+def rebuild_error(kind: str, message: str) -> Exception:
+    """The other side's exception, as a builtin exception of the same type where there is one."""
+    cls = BUILTIN_ERRORS.get(kind)
+    if cls is not None and cls not in (KeyError,):
+        try:
+            return cls(message)  # type: ignore[return-value]
+        except TypeError:  # exception types with special constructors
+            pass
+    if cls is KeyError:
+        return KeyError(message)
+    return RemoteError(kind, message)
+
+
+def convert(value: Any, to: str) -> Any:
+    """``value`` as the plain type ``to`` names (one of ``CONVERSIONS``; ``array``: an array of numbers)."""
+    if to == "array":
+        array = np.asarray(value)
+        if array.dtype == object:
+            raise TypeError(f"cannot turn {type(value).__name__} into an array of numbers")
+        return np.array(array)
+    if to == "index":
+        return operator.index(value)
+    return {"float": float, "int": int, "bool": bool, "complex": complex, "str": str, "repr": repr}[to](value)
+
+
+def clip(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+class Codec:
+    """Plain data by value, anything else by handle.
+
+    ``mine`` is this side's table of objects it has handed out (handle number -> object);
+    ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
+
+    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int], Any]):
+        self.own_tag, self.other_tag = own_tag, other_tag
+        self.objects: dict[int, Any] = {}
+        self.numbers: dict[int, int] = {}  # id(object) -> handle number
+        self.counter = 0
+        # Proxies live as long as this side uses them; then the other side may forget the object.
+        self.proxies: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self.make_proxy = make_proxy
+        self.proxy_numbers: dict[int, int] = {}  # id(proxy) -> the other side's handle number
+        self.unused: list[int] = []  # the other side's handles no proxy here stands for any more
+
+    def setup_function(self, name: str) -> Any:
+        raise ProtocolError("no set-up functions on this side")
+
+    def handle(self, obj: Any) -> int:
+        number = self.numbers.get(id(obj))
+        if number is None:
+            self.counter += 1
+            number = self.counter
+            self.objects[number] = obj
+            self.numbers[id(obj)] = number
+        return number
+
+    def forget(self, numbers: Any) -> None:
+        """The other side no longer uses these handles of ours."""
+        for number in numbers if type(numbers) is list else ():
+            obj = self.objects.pop(number, None) if type(number) is int else None
+            if obj is not None:
+                self.numbers.pop(id(obj), None)
+
+    def proxy(self, number: int) -> Any:
+        proxy = self.proxies.get(number)
+        if proxy is None:
+            proxy = self.make_proxy(number)
+            self.proxies[number] = proxy
+            self.proxy_numbers[id(proxy)] = number
+            if number in self.unused:
+                self.unused.remove(number)
+            weakref.finalize(proxy, self._unused, number, id(proxy))
+        return proxy
+
+    def _unused(self, number: int, key: int) -> None:
+        self.proxy_numbers.pop(key, None)
+        if number not in self.proxies:
+            self.unused.append(number)
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise ValueError(f"a value nested deeper than {MAX_DEPTH} levels cannot be sent")
+        number = self.proxy_numbers.get(id(value))
+        if number is not None and self.proxies.get(number) is value:
+            return {self.other_tag: number}
+        kind = type(value)
+        if value is None or kind in (bool, str):
+            return value
+        if kind is int:
+            return value if abs(value) < 2**63 else {"$big": str(value)}
+        if kind is float:
+            return value if value == value and abs(value) != float("inf") else {"$f": repr(value)}
+        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+            code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
+            return {"$ns": [code, self.encode(value.item(), depth + 1)]}
+        if kind is complex:
+            return {"$c": [self.encode(value.real), self.encode(value.imag)]}
+        if kind is list:
+            return [self.encode(v, depth + 1) for v in value]
+        if kind is tuple:
+            return {"$t": [self.encode(v, depth + 1) for v in value]}
+        if kind in (set, frozenset):
+            return {"$s": [self.encode(v, depth + 1) for v in value]}
+        if kind is dict:
+            return {"$d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        if kind is np.ndarray and value.dtype.kind in "biufc" and value.dtype != object:
+            code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
+            data = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
+            return {
+                "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
+            }
+        return {self.own_tag: self.handle(value)}
+
+    def decode(self, data: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise ProtocolError(f"a value nested deeper than {MAX_DEPTH} levels")
+        kind = type(data)
+        if data is None or kind in (bool, int, float, str):
+            return data
+        if kind is list:
+            return [self.decode(v, depth + 1) for v in data]
+        if kind is not dict or len(data) != 1:
+            raise ProtocolError(f"not a value: {type(data).__name__}")
+        ((tag, body),) = data.items()
+        if tag == "$t":
+            return tuple(self.decode(v, depth + 1) for v in _list(body))
+        if tag == "$s":
+            return {self.decode(v, depth + 1) for v in _list(body)}
+        if tag == "$d":
+            pairs = [_list(p) for p in _list(body)]
+            if any(len(p) != 2 for p in pairs):
+                raise ProtocolError("a dict entry is not a pair")
+            return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in pairs}
+        if tag == "$c":
+            re, im = (float(self.decode(v, depth + 1)) for v in _list(body))
+            return complex(re, im)
+        if tag == "$f":
+            if body not in ("nan", "inf", "-inf"):
+                raise ProtocolError("not a special float")
+            return float(body)
+        if tag == "$big":
+            return int(_str(body)[:5000])
+        if tag == "$nd":
+            return _array(body)
+        if tag == "$ns":  # a NumPy scalar (it has .shape, .ndim, .item() as the student's had)
+            code, item = _list(body)
+            if code not in ARRAY_DTYPES or type(item) not in (bool, int, float, dict):
+                raise ProtocolError("a malformed NumPy scalar")
+            return ARRAY_DTYPES[code](self.decode(item, depth + 1))
+        if tag == "$fn" and self.own_tag == "$h":  # a function of the notebook's set-up cells
+            return self.setup_function(_str(body))
+        if tag == "$T" and self.own_tag == "$h":  # a Tensor the judge sends by value
+            from course_lib.tensor import Tensor
+
+            data, requires_grad = _list(body)
+            array = self.decode(data, depth + 1)
+            if type(array) is not np.ndarray:
+                raise ProtocolError("a Tensor without an array")
+            return Tensor(array, requires_grad=requires_grad is True)
+        if tag == self.own_tag:
+            if type(body) is not int or body not in self.objects:
+                raise ProtocolError("a handle this side never gave out")
+            return self.objects[body]
+        if tag == self.other_tag:
+            if type(body) is not int or body <= 0:
+                raise ProtocolError("a malformed handle")
+            return self.proxy(body)
+        raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def _list(value: Any) -> list:
+    if type(value) is not list:
+        raise ProtocolError("expected a list")
+    return value
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise ProtocolError("expected a string")
+    return value
+
+
+def _array(body: Any) -> np.ndarray:
+    code, shape, text, writeable = _list(body)
+    if code not in ARRAY_DTYPES or type(shape) is not list or any(type(s) is not int or s < 0 for s in shape):
+        raise ProtocolError("a malformed array")
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if size > MAX_ELEMENTS or len(shape) > 32:
+        raise ProtocolError(f"an array of more than {MAX_ELEMENTS} entries")
+    raw = base64.b64decode(_str(text), validate=True)
+    dtype = np.dtype(ARRAY_DTYPES[code])
+    if len(raw) != size * dtype.itemsize:
+        raise ProtocolError("an array whose data does not fit its shape")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    array.flags.writeable = bool(writeable)
+    return array
+
+
+Handler = Callable[[dict], Any]
+
+
+class Endpoint:
+    """One side of the conversation: send requests, wait for replies, serve the other side's
+    requests that arrive meanwhile (with ``serve``)."""
+
+    def __init__(self, read_fd: int, write_fd: int, codec: Codec, serve: Handler):
+        self.reader = os.fdopen(read_fd, "rb", buffering=65536)
+        self.writer = os.fdopen(write_fd, "wb", buffering=0)
+        self.codec = codec
+        self.serve = serve
+        self.counter = 0  # requests sent
+        self.served = 0
+        self.debug = False  # print the tracebacks of failed requests (on stderr)
+
+    def send(self, message: dict) -> None:
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            self.writer.write(data)
+        except (BrokenPipeError, OSError) as error:
+            raise ChannelClosed(str(error)) from None
+
+    def receive(self) -> dict:
+        line = self.reader.readline(MAX_MESSAGE + 1)
+        if not line:
+            raise ChannelClosed("the other side closed the channel")
+        if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
+            raise ProtocolError(f"a message longer than {MAX_MESSAGE} bytes")
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            raise ProtocolError("a message that is not JSON") from None
+        if type(message) is not dict:
+            raise ProtocolError("a message that is not a JSON object")
+        return message
+
+    def request(self, op: str, **fields: Any) -> Any:
+        """Ask the other side to do ``op``; serve its own requests until the reply comes."""
+        self.counter += 1
+        number = self.counter
+        if self.codec.unused:
+            fields["free"], self.codec.unused = self.codec.unused, []
+        self.send({"id": number, "op": op, **fields})
+        while True:
+            message = self.receive()
+            if "op" in message:
+                self.answer(message)
+                continue
+            if message.get("re") != number:
+                raise ProtocolError("a reply to a request that was not asked")
+            if "error" in message:
+                error = message["error"]
+                if type(error) is not dict:
+                    raise ProtocolError("a malformed error")
+                raise rebuild_error(clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", ""))))
+            return self.codec.decode(message.get("value"))
+
+    def answer(self, message: dict) -> None:
+        """Serve one request of the other side and send the reply."""
+        number = message.get("id")
+        self.served += 1
+        if "free" in message:
+            self.codec.forget(message["free"])
+        try:
+            value = self.codec.encode(self.serve(message))
+        except (ChannelClosed, ProtocolError):
+            raise
+        except BaseException as error:  # noqa: BLE001 - every failure is the other side's answer
+            kind = type(error).__name__
+            if self.debug:
+                import traceback
+
+                traceback.print_exc()
+            self.send({"re": number, "error": {"type": kind, "message": clip(_message(error))}})
+            if _fatal(error):
+                raise
+            return
+        self.send({"re": number, "value": value})
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 - a student's exception whose __str__ fails
+        return "(an exception whose message could not be read)"
+
+
+def _fatal(error: BaseException) -> bool:
+    """Errors that must still end the serving side (the judge's time limit)."""
+    return type(error).__name__ == "CellTimeout"

@@ -1,0 +1,319 @@
+"""The student's side of grading: runs inside the sandbox, one fresh process per graded part.
+
+It reads its job, the notebook's set-up cells and the student's cells, as the first message
+on its request channel, runs them in order (each with a time limit, its output discarded,
+what happened reported as an event), then answers the judge's requests on the objects the
+cells made: call this function, read that attribute, turn this into an array. It never sees
+a test, an expected value, a reference solution or a verdict, so there is nothing here for
+answer code to read or change that would alter its grade: the judge decides
+(:mod:`course_grader.judge`), from plain data (:mod:`course_grader.protocol`).
+
+Run as ``python -I runner.py REQUEST_FD REPLY_FD``; uses the standard library, NumPy and
+whatever the cells import.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import operator
+import os
+import resource
+import signal
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
+    BINARY,
+    CELL_END,
+    CELL_START,
+    READY,
+    SETUP_FAILED,
+    UNARY,
+    Cell,
+    CellOutcome,
+    Codec,
+    Endpoint,
+    clip,
+    convert,
+)
+
+
+class CellTimeout(BaseException):
+    """A cell ran past its time."""
+
+
+class Trusted:
+    """One of the judge's objects: a function the test hands over, a graph it built, a class of
+    a reference solution. Every operation is a request to the judge, which answers with plain
+    data or another handle; the judge's objects are read-only here.
+
+    As a class attribute it binds like a function, so a reference method that the judge sets
+    on the student's class works as ``x * y``."""
+
+    __slots__ = ("_number", "_bound", "__weakref__")
+
+    def __init__(self, number: int, bound: tuple = ()):
+        self._number, self._bound = number, bound
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else Trusted(self._number, (obj,))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ask(self, "call", args=encode(list(self._bound + args)), kwargs=encode(kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return ask(self, "getattr", name=name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return ask(self, "getitem", key=encode(key))
+
+    def __len__(self) -> int:
+        return ask(self, "len")
+
+    def __iter__(self):
+        return iter(ask(self, "iter"))
+
+    def __contains__(self, item: Any) -> bool:
+        return ask(self, "contains", item=encode(item))
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return ask(self, "isinstance", item=encode(obj))
+
+    def __float__(self) -> float:
+        return ask(self, "convert", to="float")
+
+    def __int__(self) -> int:
+        return ask(self, "convert", to="int")
+
+    def __index__(self) -> int:
+        return ask(self, "convert", to="index")
+
+    def __bool__(self) -> bool:
+        return ask(self, "convert", to="bool")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        array = ask(self, "convert", to="array")
+        return array if dtype is None else array.astype(dtype)
+
+    def __repr__(self) -> str:
+        return ask(self, "convert", to="repr")
+
+    def __str__(self) -> str:
+        return ask(self, "convert", to="str")
+
+    def __lt__(self, other: Any) -> Any:
+        return ask(self, "binop", name="lt", other=encode(other), reflected=False)
+
+    def __le__(self, other: Any) -> Any:
+        return ask(self, "binop", name="le", other=encode(other), reflected=False)
+
+    def __gt__(self, other: Any) -> Any:
+        return ask(self, "binop", name="gt", other=encode(other), reflected=False)
+
+    def __ge__(self, other: Any) -> Any:
+        return ask(self, "binop", name="ge", other=encode(other), reflected=False)
+
+
+def _binary(name: str, reflected: bool):
+    def method(self: Trusted, other: Any) -> Any:
+        return ask(self, "binop", name=name, other=encode(other), reflected=reflected)
+
+    return method
+
+
+for _name in BINARY:
+    setattr(Trusted, f"__{_name.rstrip('_')}__", _binary(_name, False))
+    setattr(Trusted, f"__r{_name.rstrip('_')}__", _binary(_name, True))
+for _name in UNARY:
+    setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
+
+
+def ask(proxy: Trusted, op: str, **fields: Any) -> Any:
+    return JUDGE.request(op, target={"$r": object.__getattribute__(proxy, "_number")}, **fields)
+
+
+def encode(value: Any) -> Any:
+    return JUDGE.codec.encode(value)
+
+
+NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+SETUP: dict[str, Any] = {}  # what the set-up cells bound, as they bound it
+
+
+class RunnerCodec(Codec):
+    def setup_function(self, name: str) -> Any:
+        if name not in SETUP:
+            raise NameError(f"the notebook's set-up cells define no {name!r}")
+        return SETUP[name]
+
+
+def serve(message: dict) -> Any:
+    """One request of the judge on the notebook's objects."""
+    op = message.get("op")
+    decode = JUDGE.codec.decode
+    sys.setrecursionlimit(1000)
+    if op == "global":
+        name = str(message.get("name"))
+        if name not in NAMESPACE:
+            raise NameError(f"name '{name}' is not defined")
+        return NAMESPACE[name]
+    if op == "setup":
+        return JUDGE.codec.setup_function(str(message.get("name")))
+    if op == "setglobal":
+        NAMESPACE[str(message.get("name"))] = decode(message.get("value"))
+        return None
+    target = decode(message.get("target"))
+    if op == "getattr":
+        return getattr(target, str(message.get("name")))
+    if op == "setattr":
+        setattr(target, str(message.get("name")), decode(message.get("value")))
+        return None
+    if op == "call":
+        return target(*decode(message.get("args")), **decode(message.get("kwargs")))
+    if op == "getitem":
+        return target[decode(message.get("key"))]
+    if op == "setitem":
+        target[decode(message.get("key"))] = decode(message.get("value"))
+        return None
+    if op == "len":
+        return len(target)
+    if op == "iter":
+        return list(target)
+    if op == "contains":
+        return decode(message.get("item")) in target
+    if op == "binop":
+        name = str(message.get("name"))
+        if name not in BINARY:
+            raise ValueError(f"no binary operation {name}")
+        other = decode(message.get("other"))
+        function = getattr(operator, name)
+        return function(other, target) if message.get("reflected") else function(target, other)
+    if op == "unary":
+        name = str(message.get("name"))
+        if name not in UNARY:
+            raise ValueError(f"no unary operation {name}")
+        return getattr(operator, name)(target)
+    if op == "convert":
+        return convert(target, str(message.get("to")))
+    if op == "isinstance":
+        return isinstance(decode(message.get("item")), target)
+    if op == "classname":
+        cls = type(target)
+        return f"{cls.__module__}.{cls.__qualname__}"
+    raise ValueError(f"unknown request {op!r}")
+
+
+def run_cell(cell: Cell, timeout: float) -> CellOutcome:
+    try:
+        kind = {"setup": "set-up"}.get(cell["kind"], cell["kind"])
+        code = compile(cell["source"], f"<{kind} {cell['name']}>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return {
+            "status": "syntax",
+            "error": "SyntaxError",
+            "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+        }
+    out = io.StringIO()
+    saved = sys.stdout, sys.stderr
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise CellTimeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        sys.stdout = sys.stderr = out
+        exec(code, NAMESPACE)
+    except CellTimeout:
+        return {"status": "timeout", "error": "Timeout", "message": f"the cell ran longer than {timeout:g} s"}
+    except BaseException as error:  # noqa: BLE001 - a failing cell is reported, never fatal
+        return {"status": "error", "error": type(error).__name__, "message": clip(str(error))}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        sys.stdout, sys.stderr = saved
+    return {"status": "ok"}
+
+
+def student_names(setup_bound: dict[str, int], classes: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What the student's cells bound or changed: names the set-up cells did not bind (or bound
+    to something else), and the set-up cells' classes whose attributes they changed
+    (``Value.__mul__ = mul``)."""
+    changed = {
+        name: value
+        for name, value in NAMESPACE.items()
+        if not name.startswith("__") and setup_bound.get(name) != id(value) and not _is_module(value)
+    }
+    for name, attributes in classes.items():
+        cls = NAMESPACE.get(name)
+        if isinstance(cls, type) and {k: id(v) for k, v in vars(cls).items()} != attributes:
+            changed[name] = cls
+    return changed
+
+
+def encodable(names: dict[str, Any]):
+    """The names whose values can be sent (a structure nested too deep cannot)."""
+    for name, value in names.items():
+        try:
+            yield name, encode(value)
+        except (ValueError, RecursionError):
+            continue
+
+
+def _is_module(value: Any) -> bool:
+    return type(value).__name__ == "module"
+
+
+JUDGE: Endpoint
+
+
+def main() -> None:
+    global JUDGE
+    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted), serve)
+    job = JUDGE.receive()
+    JUDGE.debug = job.get("debug") is True
+    for name, value in job["rlimits"].items():  # before any of the student's code runs
+        resource.setrlimit(getattr(resource, name), (value, value))
+    sys.path.insert(0, job["course_lib_parent"])
+    import logging
+
+    logging._srcfile = None  # type: ignore[attr-defined]  # logging without frame lookups
+    timeout = float(job["cell_timeout"])
+    setup_bound: dict[str, int] = {}  # what the set-up cells bound: id of each name's value
+    classes: dict[str, dict[str, int]] = {}  # the set-up cells' classes: ids of their attributes
+    student_ran = False
+    for cell in job["cells"]:
+        if cell["kind"] != "setup":
+            student_ran = True
+        if student_ran:
+            JUDGE.send({"event": CELL_START, "cell": cell["name"]})
+        before = {k: id(v) for k, v in NAMESPACE.items()}
+        outcome = run_cell(cell, timeout)
+        if not student_ran and outcome["status"] != "ok":  # before any answer: the instructor's cells
+            JUDGE.send({"event": SETUP_FAILED, "cell": cell["name"], **outcome})
+            return
+        if student_ran:
+            JUDGE.send({"event": CELL_END, "cell": cell["name"], **outcome})
+        if cell["kind"] == "setup":
+            bound = {k: v for k, v in NAMESPACE.items() if before.get(k) != id(v)}
+            setup_bound.update((k, id(v)) for k, v in bound.items())
+            SETUP.update(bound)
+            classes.update(
+                (k, {a: id(b) for a, b in vars(v).items()})
+                for k, v in bound.items()
+                if isinstance(v, type) and v.__module__ == "__main__"
+            )
+    names = student_names(setup_bound, classes)
+    JUDGE.send({"event": READY, "names": dict(encodable(names))})
+    while True:
+        JUDGE.answer(JUDGE.receive())
+
+
+if __name__ == "__main__":
+    main()
