@@ -26,7 +26,6 @@ import json
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import GradingFailed, PartResult, grade_hand_in
+from course_grader.intake import MAX_NOTEBOOK_BYTES, id_problem, id_problems, normalised, notebook_problem
 from course_grader.parts import secret_lines
 from course_grader.rules import read_rules
 from course_grader.sandbox import Limits, Sandbox, SandboxMissing, course_lib_root
@@ -110,22 +110,17 @@ class ClassGrader:
         log=print,
         unsafe: bool = False,
         limits: Limits | None = None,
+        max_bytes: int = MAX_NOTEBOOK_BYTES,
     ):
         self.course = Path(course).resolve()
+        self.max_bytes = max_bytes
         self.timeout = timeout or 60
         self.log = log
         self.limits = limits or Limits(wall_seconds=3 * self.timeout + 30, cpu_seconds=int(3 * self.timeout + 30))
         self.unsafe = unsafe
         self.sandbox = Sandbox(self.limits, unsafe=unsafe)  # checks bubblewrap is there
         self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
-        bin_dir = Path(sys.executable).parent
-        # nbgrader shells out to alembic, which lives next to the running Python.
-        self.env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        self.nbgrader = [sys.executable, "-m", "nbgrader"]
         self.results: dict[tuple[str, str], list[PartResult]] = {}
-
-    def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.nbgrader, *args], cwd=self.course, env=self.env, capture_output=True, text=True)
 
     def release_notebook(self, assignment: str):
         import nbformat
@@ -137,37 +132,62 @@ class ClassGrader:
     def collect(self, inbox: Path | str) -> list[Outcome]:
         """Copy ``inbox/<student>/<assignment>.ipynb`` into ``submitted/`` (never over
         graded work), after checking and repairing each notebook."""
+        outcomes = []
+        paths = sorted(Path(inbox).glob("*/*.ipynb"))
+        known = {o.student for o in self.collected()} | {p.parent.name for p in paths}
+        wrong_ids = id_problems(known)
+        for path in paths:
+            shown = Path(Path(inbox).name) / path.parent.name / path.name  # no grader paths in notes
+            out = Outcome(student=normalised(path.parent.name), assignment=path.stem)
+            outcomes.append(out)
+            try:  # one hand-in's trouble never stops the batch
+                self._collect_one(path, shown, out, wrong_ids.get(path.parent.name))
+            except Exception as error:  # noqa: BLE001 - reported with the file named, for a human
+                out.status = "failed"
+                out.notes.append(f"{shown} could not be collected ({type(error).__name__}: {str(error)[:200]})")
+        return outcomes
+
+    def _collect_one(self, path: Path, shown: Path, out: Outcome, wrong_id: str | None) -> None:
         import nbformat
 
-        outcomes = []
-        for path in sorted(Path(inbox).glob("*/*.ipynb")):
-            shown = Path(Path(inbox).name) / path.parent.name / path.name  # no grader paths in notes
-            out = Outcome(student=path.parent.name, assignment=path.stem)
-            outcomes.append(out)
-            release = self.release_notebook(out.assignment)
-            if release is None:
-                out.status = "unknown-assignment"
-                out.notes.append(
-                    f"{shown}: no assignment called '{out.assignment}' in exercises/; "
-                    "rename the file to <assignment>.ipynb"
-                )
-                continue
-            try:
-                nb = nbformat.read(path, as_version=4)
-            except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
-                out.status = "unreadable"
-                out.notes.append(
-                    f"{shown} is not a readable notebook ({type(error).__name__}: "
-                    f"{str(error).splitlines()[0][:120]}); ask the student to download "
-                    "it again (File > Download .ipynb) and hand it in anew"
-                )
-                continue
-            if n := _restore_metadata(nb, release):
-                out.notes.append(f"restored the grading metadata of {n} cells (dropped by the editor)")
-            if _restore_order(nb, release):
-                out.notes.append("put the graded cells back in the assignment's order")
-            self._store(nb, out)
-        return outcomes
+        if wrong_id is not None:
+            out.status = "invalid-id"
+            out.notes.append(f"{shown}: {wrong_id}; rename the folder to the student's id and grade again")
+            return
+        release = self.release_notebook(out.assignment)
+        if release is None:
+            out.status = "unknown-assignment"
+            out.notes.append(
+                f"{shown}: no assignment called '{out.assignment}' in exercises/; rename the file to <assignment>.ipynb"
+            )
+            return
+        size = path.stat().st_size
+        if size > self.max_bytes:
+            out.status = "too-large"
+            out.notes.append(
+                f"{shown} is {size / 1024**2:.1f} MB, more than the {self.max_bytes / 1024**2:g} MB the grader "
+                "accepts (--max-notebook-mb); clear its outputs (Edit > Clear outputs) and hand it in anew"
+            )
+            return
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
+            out.status = "unreadable"
+            out.notes.append(
+                f"{shown} is not a readable notebook ({type(error).__name__}: "
+                f"{str(error).splitlines()[0][:120] if str(error) else ''}); ask the student to download "
+                "it again (File > Download .ipynb) and hand it in anew"
+            )
+            return
+        if problem := notebook_problem(nb):
+            out.status = "malformed"
+            out.notes.append(f"{shown} cannot be graded: {problem}; ask the student for a fresh copy")
+            return
+        if n := _restore_metadata(nb, release):
+            out.notes.append(f"restored the grading metadata of {n} cells (dropped by the editor)")
+        if _restore_order(nb, release):
+            out.notes.append("put the graded cells back in the assignment's order")
+        self._store(nb, out)
 
     def collected(self, known: Sequence[Outcome] = ()) -> list[Outcome]:
         """Hand-ins that ``nbgrader collect`` put into ``submitted/<student>/<assignment>/``
@@ -180,7 +200,11 @@ class ClassGrader:
                 continue
             if not (self.course / "exercises" / assignment / f"{assignment}.ipynb").exists():
                 continue  # not one of this course's assignments (no need to parse the release to know)
-            outcomes.append(Outcome(student=student, assignment=assignment, status="unchanged"))
+            outcome = Outcome(student=student, assignment=assignment, status="unchanged")
+            if problem := id_problem(student):
+                outcome.status = "invalid-id"
+                outcome.notes.append(f"submitted/{student}: the student id {student!r} {problem}")
+            outcomes.append(outcome)
         return outcomes
 
     def _store(self, nb, out: Outcome) -> None:
@@ -243,14 +267,18 @@ class ClassGrader:
                 out.score, out.max_score = sum(r.points for r in results), sum(r.max_points for r in results)
                 out.status = "graded"
                 self.results[(out.student, out.assignment)] = results
-                self._write_feedback(out, hand_in, results)
+                try:
+                    self._write_feedback(out, hand_in, results)
+                except Exception as error:  # noqa: BLE001 - the grade stands; the page is reported
+                    out.notes.append(f"the feedback could not be written: {type(error).__name__}: {error}")
                 if bar is None:
                     self.log(f"        score {out.score:g}/{out.max_score:g}")
         if bar is not None:
             bar.close()
         for out in outcomes:
-            if out.status in ("unreadable", "failed"):
-                write_html(self._feedback_file(out), out.student, out.assignment, [], problem=out.notes[0])
+            if out.status in ("unreadable", "failed", "too-large", "malformed"):
+                problem = out.notes[0] if out.notes else out.status
+                write_html(self._feedback_file(out), out.student, out.assignment, [], problem=problem)
                 self._carry_submission_files(out)
 
     def _run_hand_in(self, out: Outcome):
@@ -272,10 +300,14 @@ class ClassGrader:
             rules = read_rules(self.course / "solutions" / out.assignment)
             sandbox = Sandbox(self.limits, unsafe=self.unsafe, rules=rules, slot=slot)
             hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
-            results = grade_hand_in(source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name)
+            results = grade_hand_in(
+                source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name
+            )
         except GradingFailed as error:
             out.status = "failed"
-            out.notes.append(f"the grading machinery failed on this hand-in ({error}); nothing was scored: grade it by hand")
+            out.notes.append(
+                f"the grading machinery failed on this hand-in ({error}); nothing was scored: grade it by hand"
+            )
             return out, None, None
         except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported
             out.status = "failed"
@@ -369,46 +401,72 @@ class ClassGrader:
 
     # 3. export ---------------------------------------------------------------------------
     def export(self, filename: str = "grades.csv", outcomes: Sequence[Outcome] = ()) -> Path:
-        """nbgrader's grade table, plus the course_lib version the grading compared against and,
-        for hand-ins that could not be graded, a status column saying why."""
+        """The grade table: nbgrader's columns (read from the gradebook), the course_lib version
+        the grading compared against and a status column (why a hand-in was not graded). Written
+        with the csv module, so no id or name can add a row or a column, and a cell that a
+        spreadsheet would run as a formula is quoted."""
         import csv
+
+        from nbgrader.api import Gradebook, MissingEntry
 
         from course_lib import __version__
 
-        proc = self.run("export", f"--to={filename}")
-        if proc.returncode != 0:
-            raise RuntimeError("nbgrader export failed: " + _last_error(proc.stderr))
-        path = self.course / filename
-        with path.open(newline="") as table:
-            rows = list(csv.reader(table))
         problems = {
             (o.assignment, o.student): f"{o.status}: {o.notes[0] if o.notes else ''}"
             for o in outcomes
             if o.status in PROBLEMS
         }
-        if rows:
-            head, body = rows[0], rows[1:]
-            column = {name: k for k, name in enumerate(head)}
-            listed = {(row[column["assignment"]], row[column["student_id"]]) for row in body}
-            for assignment, student in sorted(set(problems) - listed):
-                row = [""] * len(head)
-                row[column["assignment"]], row[column["student_id"]], row[column["score"]] = assignment, student, "0"
-                body.append(row)
-            for row in body:
-                key = (row[column["assignment"]], row[column["student_id"]])
-                graded = (self.course / "autograded" / key[1] / key[0]).is_dir()
-                row += [__version__, problems.get(key) or ("graded" if graded else "no hand-in")]
-            with path.open("w", newline="") as table:
-                csv.writer(table).writerows([head + ["course_lib_version", "status"]] + body)
+        rows = []
+        with Gradebook(self.db_url) as gb:
+            for assignment in sorted(gb.assignments, key=lambda a: a.name):
+                for student in sorted(gb.students, key=lambda s: s.id):
+                    key = (assignment.name, student.id)
+                    try:
+                        sub = gb.find_submission(assignment.name, student.id)
+                        numbers = [sub.timestamp or "", sub.score, sub.late_submission_penalty]
+                        numbers += [sub.score - sub.late_submission_penalty, sub.max_score]
+                    except MissingEntry:
+                        numbers = ["", 0.0, 0.0, 0.0, assignment.max_score]
+                    graded = (self.course / "autograded" / student.id / assignment.name).is_dir()
+                    status = problems.pop(key, None) or ("graded" if graded else "no hand-in")
+                    rows.append(
+                        [
+                            assignment.name,
+                            assignment.duedate or "",
+                            numbers[0],
+                            student.id,
+                            student.last_name or "",
+                            student.first_name or "",
+                            student.email or "",
+                            *numbers[1:],
+                            __version__,
+                            status,
+                        ]
+                    )
+        for (assignment_name, student_id), status in sorted(problems.items()):
+            rows.append([assignment_name, "", "", student_id, "", "", "", 0.0, 0.0, 0.0, "", __version__, status])
+        path = self.course / filename
+        with path.open("w", newline="") as table:
+            writer = csv.writer(table)
+            writer.writerow(EXPORT_COLUMNS)
+            writer.writerows([_safe_cell(cell) for cell in row] for row in rows)
         return path
 
 
-PROBLEMS = ("unreadable", "unknown-assignment", "failed", "kept-graded")
+EXPORT_COLUMNS = [
+    "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+    "raw_score", "late_submission_penalty", "score", "max_score", "course_lib_version", "status",
+]  # fmt: skip
 
 
-def _last_error(stderr: str) -> str:
-    lines = [line for line in stderr.strip().splitlines() if "ERROR" in line or "Error" in line]
-    return (lines or stderr.strip().splitlines() or ["(no message)"])[-1][:300]
+def _safe_cell(cell: object) -> object:
+    """A text cell a spreadsheet would read as a formula, made plain text."""
+    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + cell
+    return cell
+
+
+PROBLEMS = ("unreadable", "unknown-assignment", "failed", "kept-graded", "invalid-id", "too-large", "malformed")
 
 
 def _progress_bar(total: int):
@@ -438,6 +496,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--grades", default="grades.csv", help="where to write the grade table")
     parser.add_argument(
+        "--max-notebook-mb",
+        type=float,
+        default=MAX_NOTEBOOK_BYTES / 1024**2,
+        help="larger hand-ins are listed for a human, not graded (default: %(default)g)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="hand-ins graded at a time (default: the number of cores)"
     )
     args = parser.parse_args(argv)
@@ -453,7 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     from course_lib import __version__
 
     try:
-        grader = ClassGrader(args.course, timeout=args.timeout, unsafe=args.unsafe_no_sandbox)
+        grader = ClassGrader(
+            args.course,
+            timeout=args.timeout,
+            unsafe=args.unsafe_no_sandbox,
+            max_bytes=int(args.max_notebook_mb * 1024**2),
+        )
     except SandboxMissing as error:
         print(f"ERROR: {error}")
         return 2

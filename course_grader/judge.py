@@ -41,9 +41,9 @@ from typing import Any
 from course_grader.protocol import (
     BINARY,
     CELL_END,
+    CELL_START,
     COMPARISONS,
     CONVERSIONS,
-    CELL_START,
     READY,
     SETUP_FAILED,
     UNARY,
@@ -55,7 +55,7 @@ from course_grader.protocol import (
     clip,
     convert,
 )
-from course_grader.sandbox import Limits, Sandbox, SandboxRun
+from course_grader.sandbox import Limits, Sandbox
 
 MAX_TEXT = 4000
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
@@ -88,7 +88,7 @@ class Remote:
             raise AttributeError(name)
         return self.__ask("getattr", name=name)
 
-    @property
+    @property  # type: ignore[misc]  # isinstance() consults __class__: see below
     def __class__(self) -> type:
         """The judge's course_lib class of that name, for an object of a course_lib class, so
         that ``isinstance(y, Tensor)`` in a test means what it says (``type()`` still says
@@ -224,7 +224,7 @@ class JudgeCodec(Codec):
         if type(value) is Tensor:
             return {"$T": [super().encode(value.data, depth + 1), bool(value.requires_grad)]}
         name, function = self.setup_functions.get(id(value), (None, None))
-        if function is value:
+        if name is not None and function is value:
             # A function of the set-up cells runs where the student's code runs: that process
             # ran the same cells, and the function works on its objects (counts its operations).
             return {"$fn": name}
@@ -447,7 +447,10 @@ def _test(part: dict, names: dict, verdict: Verdict, scratch: Path, cell_timeout
             with time_limit(cell_timeout):
                 run_trusted(source, f"<{phase} test>", namespace, visible if phase == "visible" else quiet)
     except CellTimeout:
-        verdict.error, verdict.message = "Timeout", f"the test ran longer than {cell_timeout:g} s: is there an endless loop?"
+        verdict.error, verdict.message = (
+            "Timeout",
+            f"the test ran longer than {cell_timeout:g} s: is there an endless loop?",
+        )
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
         return verdict
     except (ChannelClosed, ProtocolError):
@@ -460,7 +463,9 @@ def _test(part: dict, names: dict, verdict: Verdict, scratch: Path, cell_timeout
         verdict.message = clip(str(error))
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
         if verdict.phase == "references":
-            verdict.message = f"an earlier part's reference could not run on your code ({verdict.error}: {verdict.message})"
+            verdict.message = (
+                f"an earlier part's reference could not run on your code ({verdict.error}: {verdict.message})"
+            )
         return verdict
     verdict.passed, verdict.phase, verdict.output = True, "", clip(visible.getvalue())
     return verdict
@@ -494,7 +499,10 @@ def main() -> None:
     for part in job["parts"]:
         # A reference replaces the student's answer only where that answer failed its own test:
         # the student's code, which passed, is graded as it is (and runs at full speed).
-        part["references"] = [r for r in part["references"] if r["name"] in failed_answers]
+        # From the first such answer on, every listed reference runs: a later one may build on it
+        # (the methods a later part adds to the class an earlier part defines).
+        needed = [k for k, r in enumerate(part["references"]) if r["name"] in failed_answers]
+        part["references"] = part["references"][needed[0] :] if needed else []
         part["cells"] = [c for c in part["cells"] if c["name"] not in skipped]
         notes = [f"not run: {skipped[c]}" for c in part["cell_names"] if c in skipped]
         scratch = Path(job["scratch"]) / part["grade_id"]

@@ -107,9 +107,7 @@ class RemoteError(Exception):
 
 
 BUILTIN_ERRORS: dict[str, type[BaseException]] = {
-    name: value
-    for name, value in vars(builtins).items()
-    if isinstance(value, type) and issubclass(value, Exception)
+    name: value for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, Exception)
 }
 
 
@@ -135,7 +133,15 @@ def convert(value: Any, to: str) -> Any:
         return np.array(array)
     if to == "index":
         return operator.index(value)
-    return {"float": float, "int": int, "bool": bool, "complex": complex, "str": str, "repr": repr}[to](value)
+    plain: dict[str, Callable[[Any], Any]] = {
+        "float": float,
+        "int": int,
+        "bool": bool,
+        "complex": complex,
+        "str": str,
+        "repr": repr,
+    }
+    return plain[to](value)
 
 
 def clip(text: str, limit: int = 4000) -> str:
@@ -222,7 +228,7 @@ class Codec:
             return {"$d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
         if kind is np.ndarray and value.dtype.kind in "biufc" and value.dtype != object:
             code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
-            data = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
+            data: np.ndarray = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
             return {
                 "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
             }

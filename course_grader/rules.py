@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import shutil
 import tempfile
 import tomllib
@@ -50,24 +51,24 @@ def course_lib_without(rules: list[str] | tuple[str, ...], cache: Path | None = 
     digest = hashlib.sha256("\n".join(rules).encode())
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
-    target = (cache or Path(tempfile.gettempdir())) / f"course-lib-rules-{digest.hexdigest()[:16]}"
-    if (target / "course_lib").is_dir():
+    # One copy per user (a folder another user made may not be theirs to trust or read).
+    folder = f"course-lib-rules-{os.geteuid()}-{digest.hexdigest()[:16]}"
+    target = (cache or Path(tempfile.gettempdir())) / folder
+    if (target / "course_lib").is_dir() and target.stat().st_uid == os.geteuid():
         return target
     building = Path(tempfile.mkdtemp(prefix="course-lib-rules-", dir=target.parent))
+    building.chmod(0o755)  # readable by the sandbox's user
     shutil.copytree(source, building / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
-    by_module: dict[str, list[list[str]]] = {}
+    by_file: dict[Path, list[tuple[str, list[str]]]] = {}
     for rule in rules:
-        parts = rule.split(".")
-        for cut in range(len(parts) - 1, 1, -1):
-            module = building / Path(*parts[:cut]).with_suffix(".py")
-            if module.is_file():
-                by_module.setdefault(str(module), []).append(parts[cut:])
-                break
-        else:
-            raise RuleError(f"{rule}: no such module in course_lib")
-    for module, names in by_module.items():
-        path = Path(module)
-        path.write_text(_without(path.read_text(), names, path.stem))
+        module, qualname = _defined_at(rule)
+        relative = Path(*module.split(".")[1:])
+        path = building / "course_lib" / relative.with_suffix(".py")
+        if not path.is_file():
+            path = building / "course_lib" / relative / "__init__.py"
+        by_file.setdefault(path, []).append((rule, qualname.split(".")))
+    for path, names in by_file.items():
+        path.write_text(_without(path.read_text(), names))
     try:
         building.rename(target)
     except OSError:  # made meanwhile by another grader
@@ -75,28 +76,47 @@ def course_lib_without(rules: list[str] | tuple[str, ...], cache: Path | None = 
     return target
 
 
-def _without(text: str, names: list[list[str]], module: str) -> str:
+def _defined_at(rule: str) -> tuple[str, str]:
+    """The module that defines the function a rule names, and its qualified name there (a
+    name course_lib re-exports is ruled out where it is defined, so every alias meets it)."""
+    import importlib
+    import inspect
+
+    parts = rule.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            raise RuleError(f"{rule}: course_lib has no such function") from None
+        function = getattr(obj, "__func__", obj)  # a class method's function
+        if not inspect.isfunction(function):
+            raise RuleError(f"{rule} is not a function of course_lib")
+        return function.__module__, function.__qualname__
+    raise RuleError(f"{rule}: no such module in course_lib")
+
+
+def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
+    """The module's source with each named function's body replaced by the rule's error."""
     tree = ast.parse(text)
-    for name in names:
+    for rule, qualname in names:
         scope: list[ast.stmt] = tree.body
-        found = None
-        for k, part in enumerate(name):
-            found = next(
-                (n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part),
-                None,
-            )
-            if found is None or (k < len(name) - 1 and not isinstance(found, ast.ClassDef)):
-                raise RuleError(f"course_lib.{module}.{'.'.join(name)}: not defined there")
+        found: ast.stmt | None = None
+        for part in qualname:
+            found = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part), None)
+            if found is None:
+                raise RuleError(f"{rule}: its definition was not found in course_lib's source")
             if isinstance(found, ast.ClassDef):
                 scope = found.body
-        if not isinstance(found, ast.FunctionDef):
-            raise RuleError(f"course_lib.{module}.{'.'.join(name)} is not a function")
-        dotted = f"course_lib.{module}.{'.'.join(name)}"
+        assert isinstance(found, ast.FunctionDef)
         message = (
-            f"{dotted} is not available in this assignment: the exercise asks you to write it "
+            f"{rule} is not available in this assignment: the exercise asks you to write it "
             "yourself (an exercise rule of the course)"
         )
-        stub = ast.parse(f"raise RuntimeError({message!r})").body
         docstring = found.body[:1] if ast.get_docstring(found) else []
-        found.body = docstring + stub
+        found.body = docstring + ast.parse(f"raise RuntimeError({message!r})").body
     return ast.unparse(tree)

@@ -61,7 +61,7 @@ class Limits:
     memory_bytes: int = 3 * 1024**3  # address space of one process (PyTorch reserves a lot)
     group_memory_bytes: int = 2 * 1024**3  # memory actually used by the whole sandbox, /tmp included
     file_bytes: int = 64 * 1024**2
-    processes: int = 64
+    processes: int = 16  # honest answers start none; a fork bomb gets this many and no more
     output_bytes: int = 1024**2
 
     def rlimits(self) -> dict[str, int]:
@@ -101,8 +101,8 @@ def _python_roots() -> list[Path]:
 
 
 class ControlGroups:
-    """One control group per sandbox (pids and memory), cgroup v2 or v1, when this process may
-    make them; ``None`` from :meth:`find` otherwise."""
+    """One control group per sandbox (pids, memory and an equal share of the processors),
+    cgroup v2 or v1, when this process may make them; ``None`` from :meth:`find` otherwise."""
 
     def __init__(self, folders: dict[str, Path], v2: bool):
         self.folders, self.v2 = folders, v2
@@ -114,17 +114,17 @@ class ControlGroups:
             return None
         if (base / "cgroup.controllers").exists():
             controllers = (base / "cgroup.controllers").read_text().split()
-            if {"pids", "memory"} <= set(controllers):
+            if {"pids", "memory", "cpu"} <= set(controllers):
                 parent = base / "course-grader"
                 try:
                     parent.mkdir(exist_ok=True)
-                    (base / "cgroup.subtree_control").write_text("+pids +memory")
-                    (parent / "cgroup.subtree_control").write_text("+pids +memory")
+                    (base / "cgroup.subtree_control").write_text("+pids +memory +cpu")
+                    (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
                     return cls({"unified": parent}, v2=True)
                 except OSError:
                     return None
             return None
-        folders = {name: base / name / "course-grader" for name in ("pids", "memory")}
+        folders = {name: base / name / "course-grader" for name in ("pids", "memory", "cpu")}
         try:
             for folder in folders.values():
                 folder.mkdir(exist_ok=True)
@@ -154,6 +154,9 @@ class ControlGroups:
                 memory.mkdir()
                 made.append(memory)
                 (memory / "memory.limit_in_bytes").write_text(str(limits.group_memory_bytes))
+                cpu = self.folders["cpu"] / name  # an equal share of the processors, however many processes
+                cpu.mkdir()
+                made.append(cpu)
         except OSError:
             self.remove(made)
             raise
@@ -313,7 +316,16 @@ class Sandbox:
         for root in _python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", str(scratch), INSIDE_HOME, "--chdir", INSIDE_HOME]
+        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        if self.groups is not None:
+            # Home in memory too (counted in the group): the data files are bound read-only into it.
+            cmd += ["--tmpfs", INSIDE_HOME]
+            for item in sorted(scratch.iterdir()):
+                if item.is_file():
+                    cmd += ["--ro-bind", str(item), f"{INSIDE_HOME}/{item.name}"]
+        else:
+            cmd += ["--bind", str(scratch), INSIDE_HOME]
+        cmd += ["--chdir", INSIDE_HOME]
         cmd += ["--ro-bind", str(RUNNER), f"{INSIDE_GRADER}/runner.py"]
         cmd += ["--ro-bind", str(PROTOCOL), f"{INSIDE_GRADER}/protocol.py"]
         for key, value in self.environment(INSIDE_HOME).items():

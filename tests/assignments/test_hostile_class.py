@@ -332,8 +332,8 @@ def test_crashes_say_what_happened_in_the_part_they_cost(hostile):
     assert "ended the Python process" in message("exits_in_part_one", "test_forward_difference")
     assert "segmentation fault" in message("segfault_in_part_two", "test_central_difference")
     assert "MemoryError" in message("memory_in_part_two", "test_central_difference")
-    assert "was stopped" in message("uninterruptible_loop", "test_gradient_fd")
-    assert "may not be used in this answer" in message("calls_reference", "test_central_difference")
+    assert "ran longer than 5 s" in message("uninterruptible_loop", "test_gradient_fd")
+    assert "the exercise asks you to write it yourself" in message("calls_reference", "test_central_difference")
     newer = hostile["grader"].results[("newer_python_syntax", ASSIGNMENT)]
     assert any("grader runs Python 3." in note for r in newer for note in r.notes)
 

@@ -1,0 +1,90 @@
+"""Checks on a hand-in before it is graded: who it names, how big it is, whether it is a notebook.
+
+Everything here runs in the grader's own process on files students made, so each check is
+cheap, never executes anything, and ends in a sentence an instructor can act on. A hand-in
+that fails one is listed for a human and left out; the rest of the class is graded.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+
+MAX_NOTEBOOK_BYTES = 20 * 1024**2  # far above any honest hand-in (the largest solution is ~0.3 MB)
+MAX_CELLS = 1000
+CELL_TYPES = ("code", "markdown", "raw")
+FORBIDDEN_IN_IDS = set(",;\"'\\/`|<>=+@")  # separators, quotes and spreadsheet formula starts
+
+
+def normalised(student: str) -> str:
+    """The id as the gradebook stores it (Unicode NFC)."""
+    return unicodedata.normalize("NFC", student)
+
+
+def id_problem(student: str) -> str | None:
+    """Why ``student`` cannot be a student id, or None."""
+    if not student or student.startswith("."):
+        return "is empty or starts with a dot"
+    for char in student:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or (char.isspace() and char != " "):
+            name = unicodedata.name(char, f"U+{ord(char):04X}")
+            return f"contains an invisible or control character ({name})"
+        if char in FORBIDDEN_IN_IDS:
+            return f"contains the character {char!r}, which would break the grade table"
+    if len(student) > 100:
+        return "is longer than 100 characters"
+    return None
+
+
+def skeleton(student: str) -> str:
+    """What an id looks like: compatibility forms folded, case ignored."""
+    return unicodedata.normalize("NFKC", student).casefold()
+
+
+def id_problems(students: Iterable[str]) -> dict[str, str]:
+    """Every id that is invalid, or that looks like another id of the class (``Alice`` and
+    ``alice``, ``ａｌｉｃｅ`` and ``alice``): a human decides who is who."""
+    problems = {s: f"the student id {s!r} {p}" for s in students if (p := id_problem(s))}
+    looks: dict[str, list[str]] = defaultdict(list)
+    for student in students:
+        looks[skeleton(student)].append(student)
+    for group in looks.values():
+        if len(set(group)) > 1:
+            for student in group:
+                others = ", ".join(repr(o) for o in sorted(set(group)) if o != student)
+                problems.setdefault(student, f"the student id {student!r} looks like {others}")
+    return problems
+
+
+def notebook_problem(nb) -> str | None:
+    """Why ``nb`` (as nbformat read it) cannot be graded, or None."""
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        return "it has no list of cells"
+    if len(cells) > MAX_CELLS:
+        return f"it has {len(cells)} cells, more than the {MAX_CELLS} the grader accepts"
+    for k, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            return f"cell {k} is not a cell"
+        if cell.get("cell_type") not in CELL_TYPES:
+            return f"cell {k} has the unknown type {str(cell.get('cell_type'))[:40]!r}"
+        if not isinstance(cell.get("source"), str):
+            return f"cell {k} has a source that is not text"
+        metadata = cell.get("metadata", {})
+        if not isinstance(metadata, dict):
+            return f"cell {k} has metadata that is not a dictionary"
+        grading = metadata.get("nbgrader", {})
+        if not isinstance(grading, dict):
+            return f"cell {k} has grading metadata that is not a dictionary"
+        if "grade_id" in grading and not isinstance(grading["grade_id"], str):
+            return f"cell {k} has a grade id that is not text"
+        if "points" in grading and (
+            isinstance(grading["points"], bool) or not isinstance(grading["points"], (int, float))
+        ):
+            return f"cell {k} has points that are not a number"
+        for flag in ("grade", "solution", "locked"):
+            if flag in grading and not isinstance(grading[flag], bool):
+                return f"cell {k} has a grading flag '{flag}' that is not true or false"
+    return None
