@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -46,6 +47,11 @@ def gradebook_url(url: str | None, root: Path | str = ROOT) -> str:
             f"DB_URL asks for the PostgreSQL driver {driver!r}, which the course does not "
             f"install. Write {PSYCOPG3}://... (or postgresql://...): psycopg 3 comes "
             "with requirements-instructor.txt (make setup-instructor)."
+        )
+    if parsed.drivername == PSYCOPG3 and importlib.util.find_spec("psycopg") is None:
+        raise ValueError(
+            "DB_URL names a PostgreSQL gradebook, but its driver (psycopg 3) is not installed here: "
+            "run `make setup-instructor` first (it installs requirements-instructor.txt)"
         )
     return parsed.render_as_string(hide_password=False)
 

@@ -11,8 +11,9 @@ assignment, as an LMS export looks once unzipped::
 
 Each hand-in is checked, repaired where a notebook editor damaged it (Colab may drop the
 nbgrader cell metadata; students reorder cells) and copied into nbgrader's ``submitted/``.
-Then every graded part runs in its own sandboxed process (:mod:`course_grader.sandbox`,
-:mod:`course_grader.harness`) on the tests of the instructor's source notebook; the points
+Then a judge process (:mod:`course_grader.judge`) runs the tests of the instructor's source
+notebook, each part against the student's code in its own sandboxed process
+(:mod:`course_grader.runner`, :mod:`course_grader.sandbox`); the points
 go to nbgrader's gradebook, feedback to ``feedback/`` and every grade to ``grades.csv``.
 Nothing already graded is overwritten, one broken hand-in never stops the batch, and a
 summary lists what needs a human. Security model: README, "Security model".
@@ -523,7 +524,8 @@ def main(argv: list[str] | None = None) -> int:
             unsafe=args.unsafe_no_sandbox,
             max_bytes=int(args.max_notebook_mb * 1024**2),
         )
-    except SandboxMissing as error:
+        grader.db_url  # noqa: B018 - a gradebook URL that cannot work stops here, in one line
+    except (SandboxMissing, ValueError) as error:
         print(f"ERROR: {error}")
         return 2
     print(f"Grading against course_lib {__version__}, each part in a {grader.sandbox.description}")

@@ -153,3 +153,12 @@ def test_a_psycopg2_url_stops_make_release_with_the_fix(course_copy):
     proc = make("release", "DB_URL=postgresql+psycopg2://grader@127.0.0.1/x", cwd=course_copy)
     assert proc.returncode != 0
     assert "postgresql+psycopg://" in proc.stdout + proc.stderr
+
+
+def test_a_postgresql_url_without_its_driver_says_to_run_setup_instructor(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+    with pytest.raises(ValueError, match=r"psycopg 3\) is not installed.*make setup-instructor"):
+        gradebook_url("postgresql://grader@127.0.0.1/autodiff")
