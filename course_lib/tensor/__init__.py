@@ -34,7 +34,9 @@ def _function(op: Op) -> Callable[..., Tensor]:
         return method(lifted, *args, **kwargs)
 
     function.__name__ = function.__qualname__ = op.name
-    function.__doc__ = f"``{op.name}`` of a Tensor (numbers and arrays are converted): the same as ``Tensor.{op.name}``."
+    function.__doc__ = (
+        f"``{op.name}`` of a Tensor (numbers and arrays are converted): the same as ``Tensor.{op.name}``."
+    )
     return function
 
 
