@@ -164,7 +164,8 @@ def _fly_to_hoop(
     while not reaches.all() and n < limit:
         new = heun_step(state, k, dt, g)
         if reaches.any():  # a batch: shots within one step of the hoop keep their state
-            new = tuple(where(reaches, old, nxt) for old, nxt in zip(state, new))
+            x, y, vx, vy = (where(reaches, old, nxt) for old, nxt in zip(state, new))
+            new = (x, y, vx, vy)
         state, n = new, n + 1
         reaches = _reaches(state, k, dt, x_hoop, g)
     return state, reaches, n
