@@ -95,8 +95,8 @@ def _alias(old: str, new: str) -> property:
     """The field ``new`` under its old name ``old``, with a warning on every use.
 
     The warning is a PendingDeprecationWarning, silent unless warnings are switched on: an
-    assignment notebook that still uses an old name must not print to stderr (a test
-    cell that does scores 0 under plain nbgrader)."""
+    assignment notebook that still uses an old name must not print to stderr (a graded
+    test cell that does loses its points)."""
 
     def get(node: Node) -> Any:
         _renamed(old, new)

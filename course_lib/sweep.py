@@ -1,7 +1,7 @@
 """The backward pass of the Tensor engine, under the name the chapters first import it by.
 
 It lives in :mod:`course_lib.tensor` (``core``: the sweep ``backward()`` runs;
-``autograd``: :func:`gradients`); this module re-exports it, so ``from course_lib.sweep
+``autograd``: :func:`~course_lib.tensor.gradients`); this module re-exports it, so ``from course_lib.sweep
 import gradients`` keeps working.
 """
 

@@ -1,11 +1,11 @@
 """Tensors: a NumPy reverse-mode engine whose derivative rules live in one table.
 
 The package is built in one direction, each module importing only the ones above it in
-this list: :mod:`~course_lib.tensor.grad_mode` (recording on or off),
-:mod:`~course_lib.tensor.table` (the op table), :mod:`~course_lib.tensor.arrays` (checks
-with helpful errors), :mod:`~course_lib.tensor.core` (``Tensor``, ``record`` and the
-backward sweep), :mod:`~course_lib.tensor.rules` (every op's VJP, registered in the table)
-and :mod:`~course_lib.tensor.autograd` (``gradients``). This file assembles the public
+this list: ``course_lib.tensor.grad_mode`` (recording on or off),
+``course_lib.tensor.table`` (the op table), ``course_lib.tensor.arrays`` (checks
+with helpful errors), ``course_lib.tensor.core`` (``Tensor``, ``record`` and the
+backward sweep), ``course_lib.tensor.rules`` (every op's VJP, registered in the table)
+and ``course_lib.tensor.autograd`` (``gradients``). This file assembles the public
 names: the functions ``exp(x)``, ``softmax(x, axis)``, ... are made from the rows of the
 table that ask for one (``defvjp(..., function=True)``), so a new op is added in one place.
 """

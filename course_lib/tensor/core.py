@@ -6,13 +6,13 @@ node: the op's name (``._op``), its operand tensors (``._parents``) and any non-
 parameters such as an axis or an index (``._params``). Nothing else is stored: no
 closure, no gradient code. The package ``course_lib.tensor`` is built in one direction:
 
-- :mod:`~course_lib.tensor.grad_mode` (recording on or off) and
-  :mod:`~course_lib.tensor.table` (the op table, which knows no Tensor) at the bottom;
+- ``course_lib.tensor.grad_mode`` (recording on or off) and
+  ``course_lib.tensor.table`` (the op table, which knows no Tensor) at the bottom;
 - this module: the class, :func:`record` (every op goes through it) and the backward
   sweep that walks a recorded graph and applies the table's rules;
-- :mod:`~course_lib.tensor.rules`: each op's vector-Jacobian products (VJPs), written once
+- ``course_lib.tensor.rules``: each op's vector-Jacobian products (VJPs), written once
   with Tensor operations and registered in the table with ``defvjp``;
-- :mod:`~course_lib.tensor.autograd`: :func:`gradients`, the functional form of the sweep.
+- ``course_lib.tensor.autograd``: ``gradients``, the functional form of the sweep.
 
 **No silently wrong gradients.** A Tensor's array is never changed in place: ``.data``
 and ``.numpy()`` hand out read-only arrays, inputs are copied, and the only way to
@@ -324,7 +324,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     The node keeps its parents only if recording is on and some parent requires grad
     (*pruning*): otherwise the result is a constant with no parents. Every op goes
     through here; to add a primitive, compute its value with NumPy, call ``record`` and
-    register its VJP with :func:`~course_lib.tensor.table.defvjp`. A node notes the time of the clock of value
+    register its VJP with :func:`~course_lib.tensor.defvjp`. A node notes the time of the clock of value
     changes, so the backward pass can tell whether its inputs changed since.
     """
     out = Tensor.__new__(Tensor)
