@@ -156,9 +156,10 @@ test: instructor-only setup-test setup-instructor lint
 # oracles) and the tests that recompute every number the chapters print. No services, no
 # notebooks executed, no book built; `make test` stays the whole proof.
 ENGINE_TESTS := tests/engine $(wildcard tests/book/test_numbers_*.py) tests/book/test_plan_numbers_scalar.py
+# One BLAS/OpenMP thread per worker: with a worker per core, PyTorch's own threads only contend.
 test-engine: setup $(ORACLE_STAMP)
 	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
-	@time $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
+	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; `make test` runs it first.
 lint: setup
