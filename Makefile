@@ -148,7 +148,7 @@ book: setup
 
 test: instructor-only setup-test setup-instructor lint
 	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
-	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
+	@time OMP_NUM_THREADS=1 $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  -o python_files='test_*.py' -q -rfEs
 
@@ -156,7 +156,8 @@ test: instructor-only setup-test setup-instructor lint
 # oracles) and the tests that recompute every number the chapters print. No services, no
 # notebooks executed, no book built; `make test` stays the whole proof.
 ENGINE_TESTS := tests/engine $(wildcard tests/book/test_numbers_*.py) tests/book/test_plan_numbers_scalar.py
-# One BLAS/OpenMP thread per worker: with a worker per core, PyTorch's own threads only contend.
+# One BLAS/OpenMP thread per worker (as the grader's sandbox runs hand-ins): with a worker per
+# core, PyTorch's own threads only contend. `make test` does the same.
 test-engine: setup $(ORACLE_STAMP)
 	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
 	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
