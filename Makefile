@@ -158,7 +158,7 @@ test: instructor-only setup-test setup-instructor lint
 ENGINE_TESTS := tests/engine $(wildcard tests/book/test_numbers_*.py) tests/book/test_plan_numbers_scalar.py
 # One BLAS/OpenMP thread per worker (as the grader's sandbox runs hand-ins): with a worker per
 # core, PyTorch's own threads only contend. `make test` does the same.
-test-engine: setup $(ORACLE_STAMP)
+test-engine: instructor-only setup $(ORACLE_STAMP)
 	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
 	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
 
