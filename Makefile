@@ -1,5 +1,6 @@
 # Automatic Differentiation from Scratch: set-up, book and tests.
 #   make book   set up on first run, then build the book into _build/html
+#   make test-engine  the inner loop while editing course_lib: engine and book-number tests
 #   make test   set up on first run (plus the PyTorch/JAX oracles), then the whole suite
 # Set-up is idempotent and exact: every package comes at the version requirements.lock pins
 # (made by `make lock` with pip-compile); stamps in .venv record what is installed and are
@@ -36,12 +37,13 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
+.PHONY: book test test-engine execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
         nodejs mathjax release roster autograde lint \
         configure lock dist publish instructor-only clean help
 
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
+	@echo "make test-engine - the inner loop: engine and book-number tests (no services; under 2 minutes)"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
 	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
@@ -111,8 +113,7 @@ $(PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json | nodejs
 # MathJax is served from the built book (offline math, no CDN): copied once from the pinned
 # django-static-mathjax package (see tools/mathjax_assets.py).
 mathjax: $(BASE_STAMP)
-	@$(PY) -c "import sys; sys.path.insert(0, 'tools'); from mathjax_assets import ensure_mathjax; \
-	  print('==> mathjax: local copy in', ensure_mathjax('.'))"
+	@$(PY) tools/mathjax_assets.py
 
 $(BASE_STAMP): requirements.txt $(LOCK) pyproject.toml | venv-support
 	@echo "==> set-up: virtual environment in $(VENV) (Python: $$($(PYTHON) --version 2>&1))"
@@ -147,9 +148,19 @@ book: setup
 
 test: instructor-only setup-test setup-instructor lint
 	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
-	@time $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
+	@time OMP_NUM_THREADS=1 $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  -o python_files='test_*.py' -q -rfEs
+
+# The loop to run while editing course_lib: the engine's tests (unit, property, PyTorch/JAX
+# oracles) and the tests that recompute every number the chapters print. No services, no
+# notebooks executed, no book built; `make test` stays the whole proof.
+ENGINE_TESTS := tests/engine $(wildcard tests/book/test_numbers_*.py) tests/book/test_plan_numbers_scalar.py
+# One BLAS/OpenMP thread per worker (as the grader's sandbox runs hand-ins): with a worker per
+# core, PyTorch's own threads only contend. `make test` does the same.
+test-engine: instructor-only setup $(ORACLE_STAMP)
+	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
+	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; `make test` runs it first.
 lint: setup

@@ -138,8 +138,7 @@ def main() -> None:
     if not scalar_script.exists():
         print("   skipped: benchmarks/scalar.py is not there")
         return
-    sys.path.insert(0, str(scalar_script.parent))
-    import scalar  # noqa: E402  (benchmarks/scalar.py)
+    import scalar  # benchmarks/scalar.py: this script's folder is first on sys.path
 
     argv, sys.argv = sys.argv, [str(scalar_script)] + (["--repeats", "3"] if args.quick else [])
     try:

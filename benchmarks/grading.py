@@ -1,6 +1,6 @@
 """Grading throughput: hand-ins per second with 1 and 2 workers, side by side in one run.
 
-    python benchmarks/grading.py [--sizes 20 100] [--assignment ps01_finite_differences]
+    python -m benchmarks.grading [--sizes 20 100] [--assignment ps01_finite_differences]
 
 Builds a throw-away course (the assignment released as `make release` does) and a class of
 synthetic hand-ins: the solution and each typical mistake of ``tests/mistakes/``, in turn.
@@ -16,18 +16,16 @@ import argparse
 import importlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import nbformat
+
+from benchmarks.handins import answer_cells, fill_in, nbgrader
+from course_grader.grading import ClassGrader
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-import nbformat  # noqa: E402
-from nbgrader_helpers import answer_cells, fill_in, nbgrader  # noqa: E402
-
-from course_grader.grading import ClassGrader  # noqa: E402
 
 
 def hand_ins(course: Path, assignment: str) -> list:
@@ -37,7 +35,7 @@ def hand_ins(course: Path, assignment: str) -> list:
     release = nbformat.read(course / "exercises" / assignment / name, as_version=4)
     notebooks = [fill_in(release, source, {})]
     try:
-        mistakes = importlib.import_module(f"mistakes.{assignment}").MISTAKES
+        mistakes = importlib.import_module(f"tests.mistakes.{assignment}").MISTAKES  # the typical mistakes: data
     except ModuleNotFoundError:
         mistakes = {}
     answers = answer_cells(source)

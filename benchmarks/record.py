@@ -47,17 +47,17 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, also when imported
-
-import workloads  # noqa: E402  (first: it pins every engine to one thread before NumPy is imported)
+# The sibling scripts are importable: a script's folder is first on sys.path, and pytest's
+# `pythonpath` (pyproject.toml) lists benchmarks/ for the tests that import this one.
+import workloads  # first: it pins every engine to one thread before NumPy is imported
 
 # isort: split
-import numpy as np  # noqa: E402
-import scalar as scalar_bench  # noqa: E402  (benchmarks/scalar.py)
-from workloads import MicrogradValue  # noqa: E402
+import numpy as np
+import scalar as scalar_bench  # benchmarks/scalar.py
+from workloads import MicrogradValue
 
-import course_lib  # noqa: E402
-from course_lib.scalar import Value  # noqa: E402
+import course_lib
+from course_lib.scalar import Value
 
 OUTPUT = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "benchmarks.json"
 

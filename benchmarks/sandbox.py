@@ -1,6 +1,6 @@
 """What the bubblewrap sandbox costs when grading: the same hand-ins graded with and without it.
 
-    .venv/bin/python benchmarks/sandbox.py [--rounds 3] [--assignments ps01_finite_differences ...]
+    .venv/bin/python -m benchmarks.sandbox [--rounds 3] [--assignments ps01_finite_differences ...]
 
 Each assignment's solution is graded part by part by ``course_grader`` (the harness in a fresh
 process per part), once in the sandbox and once with ``--unsafe-no-sandbox``'s plain process,
@@ -11,19 +11,16 @@ alternating, several rounds; the best time of each is compared. The issue's budg
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+import nbformat
+
+from benchmarks.handins import fill_in
+from course_grader.handin import grade_hand_in
+from course_grader.sandbox import Sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import nbformat  # noqa: E402
-from nbgrader_helpers import fill_in  # noqa: E402
-
-from course_grader.handin import grade_hand_in  # noqa: E402
-from course_grader.sandbox import Sandbox  # noqa: E402
 
 
 def grade_once(assignment: str, sandbox: Sandbox) -> float:

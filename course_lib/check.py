@@ -19,7 +19,7 @@ import numpy as np
 
 from course_lib.scalar import Value
 
-__all__ = ["GradcheckError", "numerical_grad", "gradcheck"]
+__all__ = ["GradcheckError", "numerical_grad", "gradcheck", "register_array_engine"]
 
 
 class GradcheckError(AssertionError):
@@ -57,11 +57,25 @@ def _scalar_output(out: Any) -> float:
     return float(np.asarray(out).reshape(()))
 
 
+Evaluate = Callable[[Callable[..., Any], Sequence[Any], bool], tuple[float, list]]
+"""An engine's way to evaluate ``f`` at ``inputs``: its value and, if asked, the gradients."""
+
+_array_engine: list[Evaluate] = []
+"""The engine for array inputs: :mod:`course_lib.tensor` registers itself here when imported
+(a scalar module never imports a tensor one)."""
+
+
+def register_array_engine(evaluate: Evaluate) -> None:
+    """Make ``gradcheck`` on arrays use ``evaluate`` (called once, by :mod:`course_lib.tensor`)."""
+    _array_engine[:] = [evaluate]
+
+
 def _value_and_grads(f: Callable[..., Any], inputs: Sequence[Any], with_grads: bool = True) -> tuple[float, list]:
     """Evaluate ``f`` at ``inputs`` with an AD engine: its value and (optionally) the
     gradient with respect to every input.
 
-    This is the one place that chooses the engine: numbers go through ``scalar.Value``.
+    This is the one place that chooses the engine: numbers go through ``scalar.Value``,
+    arrays through the engine registered for them (``Tensor``).
     """
     if all(isinstance(x, numbers.Real) for x in inputs):
         leaves = [Value(x) for x in inputs]
@@ -74,20 +88,9 @@ def _value_and_grads(f: Callable[..., Any], inputs: Sequence[Any], with_grads: b
             out.backward()
         return out.data, [leaf.grad for leaf in leaves]
     if any(isinstance(x, np.ndarray) for x in inputs):
-        from course_lib.tensor import Tensor  # imported here: the scalar chapters never need it
-
-        tensors = [Tensor(x, requires_grad=True) for x in inputs]
-        out = f(*tensors)
-        if isinstance(out, numbers.Real):  # f ignores its inputs: every gradient is 0
-            return float(out), [np.zeros(leaf.shape) for leaf in tensors]
-        if not isinstance(out, Tensor):
-            raise TypeError(
-                f"gradcheck() on arrays needs f to return a Tensor (or a number), got {type(out).__name__}."
-            )
-        value = _scalar_output(out.data)
-        if with_grads and out.requires_grad:
-            out.backward()
-        return value, [np.zeros(leaf.shape) if leaf.grad is None else leaf.grad for leaf in tensors]
+        if not _array_engine:
+            raise TypeError("gradcheck() on arrays needs the Tensor engine: import course_lib.tensor first.")
+        return _array_engine[0](f, inputs, with_grads)
     kinds = ", ".join(type(x).__name__ for x in inputs)
     raise TypeError(f"gradcheck() takes numbers as inputs, got: {kinds}.")
 

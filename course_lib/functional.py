@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.sweep import gradients
-from course_lib.tensor import Tensor, record, set_grad_enabled, stack
+from course_lib.tensor import Tensor, gradients, record, set_grad_enabled, stack
 
 __all__ = ["value_and_grad", "grad", "vjp", "jvp", "jacobian", "hessian"]
 
@@ -166,7 +165,8 @@ def jvp(
         u = Tensor(np.zeros(y.shape), requires_grad=True)
         cotangents = gradients(y, inputs, seed=u, create_graph=True, allow_unused=allow_unused)  # J_k^T u
         pairing = sum((c * t).sum() for c, t in zip(cotangents, directions))  # sum_k <J_k^T u, t_k>, linear in u
-        return y, gradients(pairing, (u,), create_graph=True, allow_unused=allow_unused)[0]
+        # A pairing without u means J^T u is structurally zero (x ** 0): J v is zeros, as grad gives.
+        return y, gradients(pairing, (u,), create_graph=True, allow_unused=True)[0]
 
 
 def jacobian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False) -> Callable[..., Tensor]:

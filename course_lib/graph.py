@@ -22,7 +22,10 @@ import math
 import numbers
 import re
 import unicodedata
+import warnings
+from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 from course_lib.toposort import postorder
 
@@ -51,35 +54,69 @@ __all__ = [
 ]
 
 _creation_counter = itertools.count()
-_parents_of = attrgetter("parent_nodes")
-_children_of = attrgetter("child_nodes")
+_parents_of = attrgetter("_parents")
+_children_of = attrgetter("_children")
 
 
 class Node:
-    """One value of the computation and its links.
+    """One value of the computation and its links, with the field names of the other engines.
 
-    ``Node(value, name)`` makes an input. The wrapping functions make the other nodes;
-    they set ``parent_nodes``, ``operator`` and ``grad_wrt_parents`` (the local
-    derivative with respect to each parent, in the same order) and add the new node to
-    each parent's ``child_nodes``. ``partial_derivative`` holds the result of the last
-    sweep.
+    ``Node(data, label)`` makes an input. The wrapping functions make the other nodes;
+    they set ``_parents``, ``_op`` and ``grad_wrt_parents`` (the local derivative with
+    respect to each parent, in the same order) and add the new node to each parent's
+    ``_children``. ``partial_derivative`` holds the result of the last sweep.
     """
 
-    def __init__(self, value: float, name: str = "") -> None:
-        if not isinstance(value, (float, numbers.Real)):  # float: Python floats, NumPy floats and ints too
-            raise TypeError(f"Node() needs a real number as its value, got {type(value).__name__}.")
-        self.value = float(value)
-        self.name = name
-        self.parent_nodes: list[Node] = []
-        self.child_nodes: list[Node] = []
-        self.operator = "input"
+    def __init__(self, data: float, label: str = "", *, name: str | None = None) -> None:
+        if not isinstance(data, (float, numbers.Real)):  # float: Python floats, NumPy floats and ints too
+            raise TypeError(f"Node() needs a real number as its value, got {type(data).__name__}.")
+        if name is not None:
+            _renamed("name", "label")
+            label = name
+        self.data = float(data)
+        self.label = label
+        self._parents: list[Node] = []
+        self._children: list[Node] = []
+        self._op = "input"
         self.grad_wrt_parents: list[float] = []
         self.partial_derivative = 0.0
         self._created = next(_creation_counter)  # breaks ties in evaluation_order
 
     def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return f"Node({name}value={self.value:.6g}, operator={self.operator!r})"
+        label = f"{self.label!r}, " if self.label else ""
+        return f"Node({label}data={self.data:.6g}, op={self._op!r})"
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"Node.{old} is now Node.{new}, as in the other engines", PendingDeprecationWarning, stacklevel=3)
+
+
+def _alias(old: str, new: str) -> property:
+    """The field ``new`` under its old name ``old``, with a warning on every use.
+
+    The warning is a PendingDeprecationWarning, silent unless warnings are switched on: an
+    assignment notebook that still uses an old name must not print to stderr (a graded
+    test cell that does loses its points)."""
+
+    def get(node: Node) -> Any:
+        _renamed(old, new)
+        return getattr(node, new)
+
+    def set(node: Node, value: Any) -> None:
+        _renamed(old, new)
+        setattr(node, new, value)
+
+    return property(get, set, doc=f"Deprecated name of ``{new}``.")
+
+
+for _old, _new in [
+    ("value", "data"),
+    ("name", "label"),
+    ("operator", "_op"),
+    ("parent_nodes", "_parents"),
+    ("child_nodes", "_children"),
+]:
+    setattr(Node, _old, _alias(_old, _new))
 
 
 def _as_node(x: Node | float, function: str) -> Node:
@@ -87,7 +124,7 @@ def _as_node(x: Node | float, function: str) -> Node:
         return x
     if isinstance(x, numbers.Real):
         node = Node(x)
-        node.operator = "const"
+        node._op = "const"
         return node
     raise TypeError(f"{function}() takes Nodes or numbers, got {type(x).__name__}.")
 
@@ -111,7 +148,7 @@ _COMPILED = {f: compile(f, f, "eval") for value, local in PRIMITIVES.values() fo
 
 def _evaluate(formula: str, parents: list[Node]) -> float:
     """The number a formula of :data:`PRIMITIVES` gives for these parents."""
-    return float(eval(_COMPILED[formula], _MATH, dict(zip("ab", (p.value for p in parents)))))
+    return float(eval(_COMPILED[formula], _MATH, dict(zip("ab", (p.data for p in parents)))))
 
 
 def maths(formula: str) -> str:
@@ -122,19 +159,19 @@ def maths(formula: str) -> str:
     return text.replace("**2", "²").replace("*", "×").replace("-", "−")
 
 
-def _new_node(operator: str, parents: list[Node]) -> Node:
+def _new_node(op: str, parents: list[Node]) -> Node:
     """Create the node for one operation and link it into the graph.
 
     The value and the local derivatives are computed now, while the parents' values are
     at hand; both sweeps later only combine the stored numbers with the chain rule.
     """
-    value, local_derivatives = PRIMITIVES[operator]
+    value, local_derivatives = PRIMITIVES[op]
     node = Node(_evaluate(value, parents))
-    node.operator = operator
-    node.parent_nodes = parents
+    node._op = op
+    node._parents = parents
     node.grad_wrt_parents = [_evaluate(d, parents) for d in local_derivatives]
     for parent in dict.fromkeys(parents):  # x * x: link x -> node once, not twice
-        parent.child_nodes.append(node)
+        parent._children.append(node)
     return node
 
 
@@ -159,16 +196,16 @@ def mul(a: Node | float, b: Node | float) -> Node:
 def div(a: Node | float, b: Node | float) -> Node:
     """The node ``a / b``, for ``b != 0``."""
     a, b = _as_node(a, "div"), _as_node(b, "div")
-    if b.value == 0:
-        raise ZeroDivisionError("div(a, b) with b.value == 0: the quotient and its derivatives are undefined.")
+    if b.data == 0:
+        raise ZeroDivisionError("div(a, b) with b.data == 0: the quotient and its derivatives are undefined.")
     return _new_node("div", [a, b])
 
 
 def log(a: Node | float) -> Node:
     """The node ``log(a)``, for ``a > 0``."""
     a = _as_node(a, "log")
-    if a.value <= 0:
-        raise ValueError(f"log() needs a positive input, got {a.value}.")
+    if a.data <= 0:
+        raise ValueError(f"log() needs a positive input, got {a.data}.")
     return _new_node("log", [a])
 
 
@@ -202,7 +239,7 @@ def topological_order_reverse(y: Node) -> list[Node]:
 
 def _clear(start: Node) -> None:
     """Set partial_derivative = 0 on every node connected to ``start`` (a clean slate)."""
-    for node in postorder(start, lambda n: n.parent_nodes + n.child_nodes):
+    for node in postorder(start, lambda n: n._parents + n._children):
         node.partial_derivative = 0.0
 
 
@@ -216,7 +253,7 @@ def forward(x: Node) -> list[Node]:
     x.partial_derivative = 1.0
     for node in order[1:]:
         node.partial_derivative = sum(
-            local * parent.partial_derivative for parent, local in zip(node.parent_nodes, node.grad_wrt_parents)
+            local * parent.partial_derivative for parent, local in zip(node._parents, node.grad_wrt_parents)
         )
     return order
 
@@ -236,9 +273,9 @@ def reverse(y: Node) -> list[Node]:
     for node in order[1:]:
         node.partial_derivative = sum(
             child.partial_derivative * local
-            for child in node.child_nodes
+            for child in node._children
             if id(child) in ancestors
-            for parent, local in zip(child.parent_nodes, child.grad_wrt_parents)
+            for parent, local in zip(child._parents, child.grad_wrt_parents)
             if parent is node
         )
     return order
@@ -251,7 +288,7 @@ _DOT, _BAR = "\u0307", "\u0304"  # combining dot (tangent) and bar (adjoint) abo
 
 def _local_derivatives(node: Node) -> list[str]:
     """The printed local derivatives of ``node`` with respect to its parents, as templates."""
-    return [maths(d) for d in PRIMITIVES[node.operator][1]]
+    return [maths(d) for d in PRIMITIVES[node._op][1]]
 
 
 def evaluation_order(*outputs: Node) -> list[Node]:
@@ -267,25 +304,25 @@ def evaluation_order(*outputs: Node) -> list[Node]:
     for output in outputs:
         for node in postorder(output, _parents_of):  # parents before children
             if id(node) not in level:
-                level[id(node)] = 1 + max((level[id(p)] for p in node.parent_nodes), default=-1)
+                level[id(node)] = 1 + max((level[id(p)] for p in node._parents), default=-1)
                 nodes.append(node)
     return sorted(nodes, key=lambda node: (level[id(node)], node._created))
 
 
 def node_names(nodes: list[Node]) -> dict[int, str]:
-    """Display names keyed by ``id(node)``: a node's own ``name`` if set, a constant's
+    """Display names keyed by ``id(node)``: a node's own ``label`` if set, a constant's
     value, otherwise ``x1, x2, ...`` for inputs and ``v1, v2, ...`` for the other
     nodes, numbered in the order of ``nodes`` (give :func:`evaluation_order`)."""
-    taken = {node.name for node in nodes if node.name}
+    taken = {node.label for node in nodes if node.label}
     counters = {"x": itertools.count(1), "v": itertools.count(1)}
     names = {}
     for node in nodes:
-        if node.name:
-            names[id(node)] = node.name
-        elif node.operator == "const":
-            names[id(node)] = f"{node.value:g}"
+        if node.label:
+            names[id(node)] = node.label
+        elif node._op == "const":
+            names[id(node)] = f"{node.data:g}"
         else:
-            prefix = "x" if node.operator == "input" else "v"
+            prefix = "x" if node._op == "input" else "v"
             names[id(node)] = next(f"{prefix}{k}" for k in counters[prefix] if f"{prefix}{k}" not in taken)
     return names
 
@@ -314,70 +351,65 @@ def _sum_terms(terms: list[str]) -> str:
     return text.replace("+ −", "− ")
 
 
+def _table(y: Node, row: Callable[[Node, dict[int, str]], tuple[str, str, float]], backwards: bool = False) -> list:
+    """One row per node of ``y``'s evaluation trace (constants left out), in trace order or
+    ``backwards``; ``row(node, names)`` writes it, ``names`` as :func:`node_names` gives them."""
+    nodes = evaluation_order(y)
+    names = node_names(nodes)
+    return [row(node, names) for node in (reversed(nodes) if backwards else nodes) if node._op != "const"]
+
+
 def evaluation_trace(y: Node) -> list[tuple[str, str, float]]:
     """Rows ``(name, expression, value)`` of the evaluation trace (Wengert list) of ``y``.
 
     Inputs come first with an empty expression; constants appear inside expressions.
     """
-    nodes = evaluation_order(y)
-    names = node_names(nodes)
-    rows = []
-    for node in nodes:
-        if node.operator == "const":
-            continue
-        if node.operator == "input":
-            rows.append((names[id(node)], "", node.value))
-        else:
-            parents = [names[id(p)] for p in node.parent_nodes]
-            rows.append((names[id(node)], maths(PRIMITIVES[node.operator][0]).format(*parents), node.value))
-    return rows
+
+    def row(node: Node, names: dict[int, str]) -> tuple[str, str, float]:
+        if node._op == "input":
+            return names[id(node)], "", node.data
+        parents = [names[id(p)] for p in node._parents]
+        return names[id(node)], maths(PRIMITIVES[node._op][0]).format(*parents), node.data
+
+    return _table(y, row)
 
 
 def tangent_table(x: Node, y: Node) -> list[tuple[str, str, float]]:
     """Run ``forward(x)`` and return rows ``(v̇, expression, value)`` for the trace of ``y``,
     where v̇ = d v / d x. Inputs show their seed (1 for ``x``, 0 for the others)."""
     forward(x)
-    nodes = evaluation_order(y)
-    names = node_names(nodes)
-    rows = []
-    for node in nodes:
-        if node.operator == "const":
-            continue
+
+    def row(node: Node, names: dict[int, str]) -> tuple[str, str, float]:
         expression = ""
-        if node.operator != "input":
-            parents = [names[id(p)] for p in node.parent_nodes]
+        if node._op != "input":
+            parents = [names[id(p)] for p in node._parents]
             terms = [
                 _chain_term(factor.format(*parents), _mark(names[id(p)], _DOT))
-                for p, factor in zip(node.parent_nodes, _local_derivatives(node))
-                if p.operator != "const"  # a constant's tangent is 0
+                for p, factor in zip(node._parents, _local_derivatives(node))
+                if p._op != "const"  # a constant's tangent is 0
             ]
             expression = _sum_terms(terms) if terms else "0"
-        rows.append((_mark(names[id(node)], _DOT), expression, node.partial_derivative))
-    return rows
+        return _mark(names[id(node)], _DOT), expression, node.partial_derivative
+
+    return _table(y, row)
 
 
 def adjoint_table(y: Node) -> list[tuple[str, str, float]]:
     """Run ``reverse(y)`` and return rows ``(v̄, expression, value)``, where v̄ = d y / d v,
     from ``y`` back to the inputs. Each expression pulls from the node's children."""
     reverse(y)
-    nodes = evaluation_order(y)
-    names = node_names(nodes)
-    ancestors = {id(node) for node in nodes}
-    rows = []
-    for node in reversed(nodes):
-        if node.operator == "const":
-            continue
-        terms = []
-        for child in node.child_nodes:
-            if id(child) not in ancestors:
-                continue
-            parents = [names[id(p)] for p in child.parent_nodes]
-            for p, factor in zip(child.parent_nodes, _local_derivatives(child)):
-                if p is node:
-                    terms.append(_chain_term(factor.format(*parents), _mark(names[id(child)], _BAR)))
-        expression = "" if node is y else _sum_terms(terms)
-        rows.append((_mark(names[id(node)], _BAR), expression, node.partial_derivative))
-    return rows
+
+    def row(node: Node, names: dict[int, str]) -> tuple[str, str, float]:
+        terms = [
+            _chain_term(factor.format(*(names[id(q)] for q in child._parents)), _mark(names[id(child)], _BAR))
+            for child in node._children
+            if id(child) in names  # an ancestor of y: other outputs do not count
+            for p, factor in zip(child._parents, _local_derivatives(child))
+            if p is node
+        ]
+        return _mark(names[id(node)], _BAR), "" if node is y else _sum_terms(terms), node.partial_derivative
+
+    return _table(y, row, backwards=True)
 
 
 def _width(text: str) -> int:

@@ -21,8 +21,7 @@ from numbers import Integral
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_lib.sweep import gradients
-from course_lib.tensor import Tensor, stack
+from course_lib.tensor import Tensor, gradients, stack
 
 __all__ = [
     "METHODS",

@@ -13,6 +13,7 @@ hoop and Integrated Gradients can say how much of a change in height is due to e
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,21 +117,25 @@ def fit_shot(
     max_steps: int = 100,
     tol: float = 1e-3,
     h0: float = 0.0,
+    height: Callable[[Tensor], Tensor] | None = None,
 ) -> ShotHistory:
-    """Gradient descent on :func:`hoop_loss` over ``(v, theta)`` until ``|y - HOOP[1]| < tol``.
+    """Gradient descent on the squared miss at the hoop over ``(v, theta)`` until ``|y - HOOP[1]| < tol``.
 
     Each step builds the loss with the Tensor engine, runs ``backward()`` and moves both
     parameters against their gradient. Stops after ``max_steps`` steps at the latest
-    (then ``converged`` is False).
+    (then ``converged`` is False). ``height(shot)`` gives the height at the hoop of the
+    shot ``(v, theta)``; by default :func:`shot_height` (no drag; the simulated flight
+    with drag passes its own, see :func:`course_lib.simulate.fit_shot_with_drag`).
     """
+    height_of = height or (lambda shot: shot_height(shot, h0=h0))
     params = np.array([v0, theta0], dtype=float)
     rows = []
     for _ in range(max_steps + 1):
         shot = Tensor(params, requires_grad=True)
-        height = shot_height(shot, h0=h0)
-        loss = (height - HOOP[1]) ** 2
-        rows.append((*params, float(height.data), float(loss.data)))
-        if abs(float(height.data) - HOOP[1]) < tol:
+        y = height_of(shot)
+        loss = (y - HOOP[1]) ** 2
+        rows.append((*params, y.item(), loss.item()))
+        if abs(y.item() - HOOP[1]) < tol:
             break
         loss.backward()
         assert shot.grad is not None  # backward() has just filled it

@@ -40,7 +40,7 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 
-from course_lib.physics import HOOP, START_SHOT, ShotHistory
+from course_lib.physics import HOOP, START_SHOT, ShotHistory, fit_shot
 from course_lib.physics import G as _G
 from course_lib.tensor import Tensor, no_grad, where
 from course_lib.toposort import child_count_order
@@ -152,6 +152,25 @@ def final_step(state: State, k: Values, x_hoop: float = HOOP[0], g: float = G) -
     return y + tau * vy + 0.5 * tau * tau * ay
 
 
+def _fly_to_hoop(
+    state: State, k: Values, dt: float, x_hoop: float, g: float, max_time: float
+) -> tuple[State, np.ndarray, int]:
+    """The one stepping loop: Heun steps until every shot is within one step of ``x_hoop``
+    (a shot already there waits, frozen, for the others), at most ``ceil(max_time / dt)``
+    steps. Returns the state, which shots got there and the number of steps taken."""
+    limit = math.ceil(max_time / dt)
+    n = 0
+    reaches = _reaches(state, k, dt, x_hoop, g)
+    while not reaches.all() and n < limit:
+        new = heun_step(state, k, dt, g)
+        if reaches.any():  # a batch: shots within one step of the hoop keep their state
+            x, y, vx, vy = (where(reaches, old, nxt) for old, nxt in zip(state, new))
+            new = (x, y, vx, vy)
+        state, n = new, n + 1
+        reaches = _reaches(state, k, dt, x_hoop, g)
+    return state, reaches, n
+
+
 def steps_before(
     v: Values,
     theta: Values,
@@ -165,15 +184,10 @@ def steps_before(
     """How many full steps :func:`hoop_height` takes before its shortened last step."""
     with no_grad():
         state = launch(_tensor(v).detach(), _tensor(theta).detach(), h0)
-        k = _tensor(k).detach()
-        dt = _check_dt(dt)
-        n = 0
-        while not np.all(_reaches(state, k, dt, x_hoop, g)):
-            if n * dt > max_time:
-                raise ValueError(_unreachable_message(x_hoop, max_time))
-            state = heun_step(state, k, dt, g)
-            n += 1
-        return n
+        _, reaches, n = _fly_to_hoop(state, _tensor(k).detach(), _check_dt(dt), x_hoop, g, max_time)
+    if not reaches.all():
+        raise ValueError(_unreachable_message(x_hoop, max_time))
+    return n
 
 
 def _unreachable_message(x_hoop: float, max_time: float) -> str:
@@ -209,24 +223,13 @@ def hoop_height(
         raise ValueError(f"unreachable must be 'raise' or 'nan', got {unreachable!r}")
     if not (isinstance(max_time, Real) and max_time > 0):
         raise ValueError(f"max_time must be a positive number of seconds, got {max_time!r}")
-    state = launch(v, theta, h0)
-    limit = math.ceil(max_time / dt)
-    for _ in range(limit):
-        reaches = _reaches(state, k, dt, x_hoop, g)
-        if reaches.all():
-            break
-        new = heun_step(state, k, dt, g)
-        if reaches.any():  # a batch: shots within one step of the hoop keep their state
-            new = tuple(where(reaches, old, nxt) for old, nxt in zip(state, new))
-        state = new
-    else:
-        reaches = _reaches(state, k, dt, x_hoop, g)
-        if not reaches.all():
-            if unreachable == "raise":
-                raise ValueError(_unreachable_message(x_hoop, max_time))
-            # Put the lost shots on the hoop's distance at rest (a harmless last step), then report NaN.
-            parked = tuple(where(reaches, s, c) for s, c in zip(state, (x_hoop, 0.0, 1.0, 0.0)))
-            return where(reaches, final_step(parked, k, x_hoop, g), np.nan)
+    state, reaches, _ = _fly_to_hoop(launch(v, theta, h0), k, dt, x_hoop, g, max_time)
+    if not reaches.all():
+        if unreachable == "raise":
+            raise ValueError(_unreachable_message(x_hoop, max_time))
+        # Put the lost shots on the hoop's distance at rest (a harmless last step), then report NaN.
+        parked = tuple(where(reaches, s, c) for s, c in zip(state, (x_hoop, 0.0, 1.0, 0.0)))
+        return where(reaches, final_step(parked, k, x_hoop, g), np.nan)
     return final_step(state, k, x_hoop, g)
 
 
@@ -287,24 +290,10 @@ def fit_shot_with_drag(
     dt: float = DT,
 ) -> ShotHistory:
     """Gradient descent on ``(hoop_height - HOOP[1])^2`` over ``(v, theta)`` at drag ``k``,
-    until ``|y - HOOP[1]| < tol`` or ``max_steps`` steps (like :func:`course_lib.physics.fit_shot`).
-
-    Every step runs the whole simulation with the engine and backpropagates through it.
+    until ``|y - HOOP[1]| < tol`` or ``max_steps`` steps: :func:`course_lib.physics.fit_shot`'s
+    loop, with every step running the whole simulation and backpropagating through it.
     """
-    params = np.array([v0, theta0], dtype=float)
-    rows = []
-    for _ in range(max_steps + 1):
-        shot = Tensor(params, requires_grad=True)
-        height = hoop_height(shot[0], shot[1], k, dt=dt)
-        loss = (height - HOOP[1]) ** 2
-        rows.append((*params, height.item(), loss.item()))
-        if abs(height.item() - HOOP[1]) < tol:
-            break
-        loss.backward()
-        assert shot.grad is not None  # backward() has just filled it
-        params = params - lr * shot.grad
-    v, theta, heights, losses = (np.array(column) for column in zip(*rows))
-    return ShotHistory(v, theta, heights, losses, converged=bool(abs(heights[-1] - HOOP[1]) < tol))
+    return fit_shot(v0, theta0, lr, max_steps, tol, height=lambda shot: hoop_height(shot[0], shot[1], k, dt=dt))
 
 
 def graph_size(output: Tensor) -> int:

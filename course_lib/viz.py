@@ -1,12 +1,13 @@
 """Graphviz drawings of computational graphs.
 
-``draw_graph`` works by looking at attributes, so one function draws all three engines:
+The three engines name their fields alike (``data``, ``label``, ``_op``, ``_parents``), so
+one function draws them all:
 
-- explicit-graph ``Node`` objects (``parent_nodes``, ``value``, ``operator``,
-  ``partial_derivative``): one box per node;
-- ``Value`` and ``Tensor`` objects (``_parents``, ``_op``, ``data``, ``grad``, ``label``):
-  one box per value and a small ellipse for the operation that produced it, as in
-  micrograd's drawings. Array data and gradients are shown by their shape.
+- explicit-graph ``Node`` objects: one box per node, with its operation and its
+  ``partial_derivative``;
+- ``Value`` and ``Tensor`` objects: one box per value (``data``, ``grad``) and a small
+  ellipse for the operation that produced it, as in micrograd's drawings. Array data and
+  gradients are shown by their shape.
 
 Drawings are made to be read at the width of a book page: labels are set at 14 pt, larger
 than the body text once the page shows the SVG, and the graph is not shrunk to a fixed size.
@@ -31,7 +32,7 @@ from typing import Any
 import graphviz
 import numpy as np
 
-from course_lib.graph import evaluation_order, node_names
+from course_lib.graph import Node, evaluation_order, node_names
 from course_lib.toposort import postorder
 
 __all__ = ["draw_graph", "op_symbol"]
@@ -73,14 +74,14 @@ def draw_graph(
     ``max_nodes`` values is refused with a ValueError.
     """
     roots = list(root) if isinstance(root, (list, tuple)) else [root]
-    explicit = hasattr(roots[0], "parent_nodes")
-    if not (explicit or hasattr(roots[0], "_parents")):
+    if not hasattr(roots[0], "_parents"):
         raise TypeError(
             f"draw_graph() draws graph.Node, scalar.Value or Tensor objects, got {type(roots[0]).__name__}."
         )
     if rankdir not in ("auto", "LR", "TB"):
         raise ValueError(f"draw_graph(): rankdir must be 'auto', 'LR' or 'TB', got {rankdir!r}.")
-    parents = attrgetter("parent_nodes" if explicit else "_parents")
+    explicit = isinstance(roots[0], Node)  # drawn one box per node, its operation inside
+    parents = attrgetter("_parents")
     _check_size(roots, parents, max_nodes)
     nodes = evaluation_order(*roots) if explicit else _walk(roots, parents)
     if rankdir == "auto":
@@ -151,18 +152,18 @@ def _draw_explicit_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> N
     ids = {id(node): f"n{k}" for k, node in enumerate(nodes)}
     for node in nodes:
         fields = [_step_prefix(style.step, node) + names[id(node)]]
-        if node.operator not in ("input", "const"):
-            fields.append(node.operator)
-        fields += [f"value {_number(node.value, style.digits)}", f"∂ {style.grad(node, node.partial_derivative)}"]
+        if node._op not in ("input", "const"):
+            fields.append(node._op)
+        fields += [f"value {_number(node.data, style.digits)}", f"∂ {style.grad(node, node.partial_derivative)}"]
         dot.node(ids[id(node)], style.label(fields), shape="record", **style.fill(node))
-        for parent in node.parent_nodes:
+        for parent in node._parents:
             dot.edge(ids[id(parent)], ids[id(node)])
 
 
 def _draw_value_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None:
     ids = {id(node): f"n{k}" for k, node in enumerate(nodes)}
     for node in nodes:
-        name = _step_prefix(style.step, node) + getattr(node, "label", "")
+        name = _step_prefix(style.step, node) + node.label
         fields = ([name] if name else []) + [
             f"data {_summary(node.data, style.digits)}",
             f"grad {style.grad(node, node.grad)}",

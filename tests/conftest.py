@@ -1,19 +1,11 @@
 """Fixtures shared by the test modules."""
 
 import gc
-import sys
 from pathlib import Path
 
 import pytest
-from paths import ROOT
-
-# The maintainer scripts in tools/ (course identity, publishing, MathJax) are imported by tests.
-sys.path.insert(0, str(ROOT / "tools"))
-# The instructor's grading package (course_grader/) is not installed: it is imported from the root.
-sys.path.insert(0, str(ROOT))
-
-from built_site import built_book  # noqa: E402
-from postgres import postgres  # noqa: E402, F401  (the real PostgreSQL server fixture, for every module)
+from built_site import built_book
+from postgres import postgres  # noqa: F401  (the real PostgreSQL server fixture, for every module)
 
 
 @pytest.fixture

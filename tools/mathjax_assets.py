@@ -14,7 +14,7 @@ of MathJax's components on every page. Files under ``_vendor/`` are only copied.
 
 Called by ``make setup`` and by the tests that build the book::
 
-    python -c "import sys; sys.path.insert(0, 'tools'); from mathjax_assets import ensure_mathjax; ensure_mathjax('.')"
+    python tools/mathjax_assets.py
 """
 
 from __future__ import annotations
@@ -58,3 +58,7 @@ def ensure_mathjax(root: str | os.PathLike) -> Path:
             if not (target / ENTRY).is_file():  # not just another process that won the race
                 raise
     return target
+
+
+if __name__ == "__main__":
+    print("==> mathjax: local copy in", ensure_mathjax(Path(__file__).resolve().parents[1]))

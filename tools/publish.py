@@ -21,8 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import course  # noqa: E402  (tools/course.py)
+import course  # tools/course.py: a script's folder is first on sys.path (tests: pytest's pythonpath)
 
 ROOT = course.ROOT
 MARKER = ".published-course"

@@ -59,9 +59,9 @@ def _pull_steps(y: Node, digits: int) -> Frames:
         else:
             terms = [
                 f"{child.partial_derivative:.{digits}f} × {local:.{digits}f}"
-                for child in node.child_nodes
+                for child in node._children
                 if id(child) in ancestors
-                for parent, local in zip(child.parent_nodes, child.grad_wrt_parents)
+                for parent, local in zip(child._parents, child.grad_wrt_parents)
                 if parent is node
             ]
             caption = (

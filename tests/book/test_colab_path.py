@@ -7,9 +7,10 @@ repository exists. The notebook's set-up cell then installs course_lib with pip.
 This module rebuilds that situation: a fresh virtual environment with only Colab's packages (and
 ipykernel to run a kernel), no course_lib, nbgrader or pytest in it; each notebook is copied alone
 into an empty folder and executed there by a kernel of that environment, after course_lib was
-uninstalled, so every set-up cell really installs it. ``COURSE_LIB`` points the set-up cell at this
-checkout instead of GitHub (a plain, non-editable install, as in Colab). Chapters must run to the
-end; student notebooks run their visible tests with the solution filled in.
+uninstalled, so every set-up cell really installs it. ``COURSE_LIB`` points the set-up cell at a
+wheel of this checkout, built once, instead of GitHub (a plain, non-editable install, as in
+Colab). Chapters must run to the end; student notebooks run their visible tests with the
+solution filled in.
 
 Takes a few minutes (the environment is built once per module; pip uses its cache). Run alone with
 ``pytest tests/book/test_colab_path.py -n 0 -p no:cacheprovider``.
@@ -98,26 +99,33 @@ def python_env(base: Path, packages: list[str], course_lib_spec: str) -> Colab:
 
 
 @pytest.fixture(scope="module")
-def colab(tmp_path_factory):
+def wheel(tmp_path_factory) -> Path:
+    """course_lib's wheel (``make dist``), built once: every set-up cell of this module installs
+    it, instead of pip building this checkout again for each notebook."""
+    base = tmp_path_factory.mktemp("dist")
+    dist = subprocess.run(["make", "--no-print-directory", "dist"], cwd=ROOT, capture_output=True, text=True)
+    assert dist.returncode == 0, dist.stdout + dist.stderr
+    [built] = (ROOT / "dist").glob("course_lib-*.whl")
+    return Path(shutil.copy(built, base / built.name))
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory, wheel):
     base = tmp_path_factory.mktemp("colab")
-    yield python_env(base, COLAB_PACKAGES, str(ROOT))
+    yield python_env(base, COLAB_PACKAGES, str(wheel))
     shutil.rmtree(base, ignore_errors=True)  # about 2 GB
 
 
 @pytest.fixture(scope="module")
-def wheel_only(tmp_path_factory):
+def wheel_only(tmp_path_factory, wheel):
     """The released wheel (``make dist``) in an environment with nothing but course_lib's runtime
     dependencies: no PyTorch, no JAX, no course tools."""
     base = tmp_path_factory.mktemp("wheel")
-    dist = subprocess.run(["make", "--no-print-directory", "dist"], cwd=ROOT, capture_output=True, text=True)
-    assert dist.returncode == 0, dist.stdout + dist.stderr
-    [wheel] = (ROOT / "dist").glob("course_lib-*.whl")
-    shutil.copy(wheel, base / wheel.name)
     runtime_deps = [
         str(r)
         for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
     ]
-    yield python_env(base, ["ipykernel", *runtime_deps], str(base / wheel.name))
+    yield python_env(base, ["ipykernel", *runtime_deps], str(wheel))
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -20,7 +20,7 @@ CH03 = ROOT / "book" / "03_forward_mode.ipynb"
 
 def running_example() -> tuple[Node, Node, Node]:
     """f(x1, x2) = log x1 + x1 x2 - sin x2 at (2, 5), built as in the chapters."""
-    x1, x2 = Node(2.0, name="x1"), Node(5.0, name="x2")
+    x1, x2 = Node(2.0, "x1"), Node(5.0, "x2")
     y = graph.sub(graph.add(graph.log(x1), graph.mul(x1, x2)), graph.sin(x2))
     return x1, x2, y
 
@@ -42,8 +42,8 @@ def test_evaluation_trace_at_2_5():
     assert values["v3"] == pytest.approx(math.sin(5))
     assert values["v4"] == pytest.approx(10.693, abs=5e-4)
     assert values["v5"] == pytest.approx(11.652, abs=5e-4)
-    assert y.value == values["v5"]
-    assert f"{y.value:.3f}" == "11.652"
+    assert y.data == values["v5"]
+    assert f"{y.data:.3f}" == "11.652"
 
 
 def test_tangents_of_the_running_example():

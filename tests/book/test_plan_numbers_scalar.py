@@ -49,7 +49,7 @@ def test_ch2_trace_of_log_x1_plus_x1_x2_minus_sin_x2_at_2_5():
     *_, y = example()
     rows = {name: round(value, 3) for name, _, value in graph.evaluation_trace(y)}
     assert rows == {"x1": 2.0, "x2": 5.0, "v1": 0.693, "v2": 10.0, "v3": -0.959, "v4": 10.693, "v5": 11.652}
-    assert round(y.value, 3) == 11.652
+    assert round(y.data, 3) == 11.652
 
 
 # ---- chapter 3: forward mode ------------------------------------------------------------------------
@@ -74,7 +74,7 @@ def test_ch4_adjoints_and_pruning_of_an_extra_output():
     x1, x2, y = example()
     rows = {name: round(value, 3) for name, _, value in graph.adjoint_table(y)}
     assert rows == {"v̄5": 1.0, "v̄4": 1.0, "v̄3": -1.0, "v̄2": 1.0, "v̄1": 1.0, "x̄2": 1.716, "x̄1": 5.5}
-    v4, v3 = y.parent_nodes
+    v4, v3 = y._parents
     graph.mul(v4, v3)  # v6: another output of the same inputs
     graph.reverse(y)
     assert x1.partial_derivative == 5.5 and round(x2.partial_derivative, 3) == 1.716

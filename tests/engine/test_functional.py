@@ -196,6 +196,18 @@ def test_jvp_of_a_linear_map_and_of_a_constant():
     np.testing.assert_array_equal(jv.data, [0.0, 0.0])
 
 
+def test_jvp_of_a_structurally_zero_derivative_is_zeros_like_grad():
+    """x ** 0 depends on x in the graph, but its VJP rule is a constant zero: J v must be
+    zeros (as grad gives), not the error for an output that does not depend on its input."""
+    x, v = np.array([0.0, 1.5, -2.0]), np.array([1.0, -1.0, 3.0])
+    y, jv = jvp(lambda x: x**0, (x,), (v,))
+    np.testing.assert_array_equal(y.data, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(jv.data, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(grad(lambda x: (x**0).sum())(x).data, [0.0, 0.0, 0.0])
+    _, jv = jvp(lambda x: x**0 * x, (x,), (v,))  # the zero part adds nothing to a real derivative
+    np.testing.assert_array_equal(jv.data, v)
+
+
 def test_grad_of_jvp_and_of_vjp():
     # d/dx [ d/dt sin(x t) at t=1 in direction 1 ] = d/dx [x cos(x)] = cos x - x sin x
     def directional(x):

@@ -34,9 +34,9 @@ def example():
     """f(x1, x2) = log x1 + x1·x2 − sin x2 at (2, 5), built by nested calls."""
     x1, x2 = Node(2, "x1"), Node(5, "x2")
     y = sub(add(log(x1), mul(x1, x2)), sin(x2))
-    v4 = y.parent_nodes[0]
-    v1, v2 = v4.parent_nodes
-    v3 = y.parent_nodes[1]
+    v4 = y._parents[0]
+    v1, v2 = v4._parents
+    v3 = y._parents[1]
     return x1, x2, v1, v2, v3, v4, y
 
 
@@ -49,12 +49,12 @@ def position(order, node):
 
 def test_wrapping_functions_record_parents_children_operator_and_local_derivatives():
     x1, x2, v1, v2, v3, v4, y = example()
-    assert (v2.operator, v2.value, v2.parent_nodes, v2.grad_wrt_parents) == ("mul", 10.0, [x1, x2], [5.0, 2.0])
+    assert (v2._op, v2.data, v2._parents, v2.grad_wrt_parents) == ("mul", 10.0, [x1, x2], [5.0, 2.0])
     assert v1.grad_wrt_parents == [0.5] and v3.grad_wrt_parents == [math.cos(5)]
     assert y.grad_wrt_parents == [1.0, -1.0] and v4.grad_wrt_parents == [1.0, 1.0]
-    assert x1.child_nodes == [v1, v2] and x2.child_nodes == [v2, v3] and y.child_nodes == []
-    assert x1.operator == "input" and x1.parent_nodes == [] and x1.partial_derivative == 0.0
-    assert y.value == pytest.approx(11.652, abs=5e-4)
+    assert x1._children == [v1, v2] and x2._children == [v2, v3] and y._children == []
+    assert x1._op == "input" and x1._parents == [] and x1.partial_derivative == 0.0
+    assert y.data == pytest.approx(11.652, abs=5e-4)
 
 
 @pytest.mark.parametrize(
@@ -75,9 +75,9 @@ def test_wrapping_functions_record_parents_children_operator_and_local_derivativ
 def test_each_operation_and_numbers_as_constant_nodes(fn, x0, value, slope):
     x = Node(x0)
     y = fn(x)
-    assert y.value == pytest.approx(value)
-    constants = [p for p in y.parent_nodes if p is not x]
-    assert all(c.operator == "const" and c.child_nodes == [y] for c in constants)
+    assert y.data == pytest.approx(value)
+    constants = [p for p in y._parents if p is not x]
+    assert all(c._op == "const" and c._children == [y] for c in constants)
     reverse(y)
     assert x.partial_derivative == pytest.approx(slope)
     forward(x)
@@ -87,7 +87,7 @@ def test_each_operation_and_numbers_as_constant_nodes(fn, x0, value, slope):
 def test_repeated_parent_is_linked_once_and_counted_twice():
     x = Node(3.0)
     sq = mul(x, x)
-    assert sq.parent_nodes == [x, x] and x.child_nodes == [sq]
+    assert sq._parents == [x, x] and x._children == [sq]
     reverse(sq)
     assert x.partial_derivative == 6.0
     forward(x)
@@ -104,7 +104,7 @@ def test_errors_say_what_went_wrong():
         Node("2")
     with pytest.raises(ValueError, match="log\\(\\) needs a positive input, got 0.0"):
         log(Node(0.0))
-    with pytest.raises(ZeroDivisionError, match="b.value == 0"):
+    with pytest.raises(ZeroDivisionError, match="b.data == 0"):
         div(Node(1.0), 0)
 
 
@@ -117,7 +117,7 @@ def test_forward_order_is_what_x1_reaches_x1_first_parents_before_children():
     assert order[0] is x1
     assert {id(n) for n in order} == {id(n) for n in (x1, v1, v2, v4, y)}
     for node in order:
-        for child in node.child_nodes:
+        for child in node._children:
             assert position(order, node) < position(order, child)
 
 
@@ -130,11 +130,11 @@ def test_preorder_would_not_be_a_topological_order():
         if id(node) not in seen:
             seen.add(id(node))
             preorder.append(node)
-            for child in node.child_nodes:
+            for child in node._children:
                 visit(child)
 
     visit(x1)
-    assert [n.value for n in preorder] == [x1.value, v1.value, v4.value, y.value, v2.value]
+    assert [n.data for n in preorder] == [x1.data, v1.data, v4.data, y.data, v2.data]
     assert position(preorder, v2) > position(preorder, v4)
     assert position(topological_order_forward(x1), v2) < position(topological_order_forward(x1), v4)
 
@@ -145,7 +145,7 @@ def test_reverse_order_is_the_ancestors_of_y_children_before_parents():
     order = topological_order_reverse(y)
     assert order[0] is y and len(order) == 7 and all(n is not v6 for n in order)
     for node in order:
-        for parent in node.parent_nodes:
+        for parent in node._parents:
             assert position(order, node) < position(order, parent)
 
 
@@ -162,8 +162,8 @@ def test_node_names_keep_given_names_and_skip_taken_ones():
     c = mul(add(a, b), 3)
     names = node_names(evaluation_order(c))
     assert names[id(a)] == "v1" and names[id(b)] == "x1"
-    assert names[id(c.parent_nodes[0])] == "v2" and names[id(c)] == "v3"
-    assert names[id(c.parent_nodes[1])] == "3"
+    assert names[id(c._parents[0])] == "v2" and names[id(c)] == "v3"
+    assert names[id(c._parents[1])] == "3"
 
 
 # ---- sweeps -------------------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def test_deep_chain_of_a_hundred_thousand_nodes(no_gc):
     order = reverse(y)
     assert len(order) == 2 * 10**5 + 1 and x.partial_derivative == 1.0  # each add has a constant node
     forward(x)
-    assert y.partial_derivative == 1.0 and y.value == pytest.approx(1e5 + 0.3)
+    assert y.partial_derivative == 1.0 and y.data == pytest.approx(1e5 + 0.3)
 
 
 # ---- tables ---------------------------------------------------------------------------------
@@ -367,13 +367,13 @@ def test_each_primitive_states_its_derivatives_once_and_they_are_right(operator)
     wrap = getattr(graph, operator)
     point = [1.3, 0.7][: len(local_derivatives)]
     node = wrap(*[Node(v) for v in point])
-    assert node.operator == operator and len(node.grad_wrt_parents) == len(point)
+    assert node._op == operator and len(node.grad_wrt_parents) == len(point)
     h = 1e-6
     for i, stored in enumerate(node.grad_wrt_parents):
         up, down = list(point), list(point)
         up[i] += h
         down[i] -= h
-        slope = (wrap(*up).value - wrap(*down).value) / (2 * h)
+        slope = (wrap(*up).data - wrap(*down).data) / (2 * h)
         assert stored == pytest.approx(slope, rel=1e-6), (operator, i)
 
 
@@ -381,3 +381,18 @@ def test_primitives_print_in_maths_notation():
     assert graph.maths("-a/b**2") == "−{0}/{1}²"
     assert graph.maths("a * b") == "{0} × {1}"
     assert graph.maths("cos(a)") == "cos {0}"
+
+
+def test_the_old_field_names_still_work_and_warn():
+    """Node's fields are named as in Value and Tensor; the old names are aliases that warn."""
+    x = graph.Node(2.0, "x")
+    y = graph.mul(x, 3.0)
+    old_and_new = [("value", "data"), ("name", "label"), ("operator", "_op"), ("parent_nodes", "_parents")]
+    for old, new in old_and_new + [("child_nodes", "_children")]:
+        with pytest.warns(PendingDeprecationWarning, match=f"Node.{old} is now Node.{new}"):
+            assert getattr(y, old) is getattr(y, new)
+    with pytest.warns(PendingDeprecationWarning, match="Node.name is now Node.label"):
+        assert graph.Node(1.0, name="x1").label == "x1"
+    with pytest.warns(PendingDeprecationWarning):
+        x.value = 5.0
+    assert x.data == 5.0

@@ -1,5 +1,6 @@
 """The op table tests itself: every op registered in ``course_lib.tensor.OPS`` is checked here,
-from its own table entry, so a new op with a wrong rule fails without anyone writing a test.
+from its own table entry and its sampler in ``op_samples.SAMPLES``, so a new op with a wrong
+rule, or with no sampler, fails without anyone writing a test of its own.
 
 For each op, on random inputs drawn from the op's domain (broadcasting included) in float64:
 
@@ -16,17 +17,17 @@ shows that the same check catches it.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_samples import SAMPLES, TORCH, elementwise
 
 import course_lib.tensor as tensor_module
 from course_lib.check import gradcheck
-from course_lib.ops import OPS, Op, defvjp, elementwise
-from course_lib.sweep import gradients
-from course_lib.tensor import Tensor, record
+from course_lib.tensor import OPS, Op, Tensor, defvjp, gradients, record
 
 EXAMPLES = settings(max_examples=10, deadline=None, database=None)
 INTERNAL = {"first_order"}  # wraps the results of first-order rules; it has no forward of its own
@@ -41,9 +42,10 @@ def apply(op: Op, params: dict, *xs: Tensor) -> Tensor:
 
 
 def check_op(op: Op, seed: int) -> None:
-    """Gradients, second derivatives and PyTorch agreement of ``op`` on inputs drawn with ``seed``."""
+    """Gradients, second derivatives and PyTorch agreement of ``op`` on inputs drawn with ``seed``
+    from its sampler in ``SAMPLES``."""
     rng = np.random.default_rng(seed)
-    arrays, params = op.sample(rng)
+    arrays, params = SAMPLES[op.name](rng)
     out = apply(op, params, *(Tensor(a) for a in arrays))
     cotangent = rng.standard_normal(out.shape)
 
@@ -64,14 +66,17 @@ def check_op(op: Op, seed: int) -> None:
         grads = gradients(loss(*xs), xs, create_graph=True)
         with pytest.raises(RuntimeError, match="first-order"):
             gradients(sum((g.sum() for g in grads), Tensor(0.0)), xs, allow_unused=True)
-    if op.torch is not None:
-        compare_with_torch(op, arrays, params, cotangent)
+    counterpart = TORCH.get(op.name)
+    if counterpart is not None:
+        compare_with_torch(op, counterpart, arrays, params, cotangent)
 
 
-def compare_with_torch(op: Op, arrays: list[np.ndarray], params: dict, cotangent: np.ndarray) -> None:
+def compare_with_torch(op: Op, counterpart: Any, arrays: list[np.ndarray], params: dict, cotangent: np.ndarray) -> None:
     torch = pytest.importorskip("torch")
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
-    function = getattr(torch, op.torch) if isinstance(op.torch, str) else (lambda *t, **p: op.torch(torch, *t, **p))
+    function = (
+        getattr(torch, counterpart) if isinstance(counterpart, str) else (lambda *t, **p: counterpart(torch, *t, **p))
+    )
     expected = function(*ts, **params)
     xs = [Tensor(a, requires_grad=True) for a in arrays]
     out = apply(op, params, *xs)
@@ -94,7 +99,8 @@ def test_every_registered_op(name):
 
 def test_every_op_of_the_table_can_be_called_and_sampled():
     """An op without a way to call it or a domain to sample from could not be tested."""
-    assert {name for name, op in OPS.items() if op.sample is None or op.call is None} == INTERNAL
+    assert {name for name, op in OPS.items() if name not in SAMPLES or op.call is None} == INTERNAL
+    assert set(SAMPLES) <= set(OPS), "op_samples.SAMPLES names an op the table does not have"
     # ... and each op is tested from the table, with a fixed seed as well (a quick, reproducible pass).
     for name in ops_under_test():
         check_op(OPS[name], zlib.crc32(name.encode()))
@@ -119,8 +125,10 @@ def tan(x: Tensor) -> Tensor:
     ids=["right", "wrong-first-derivative", "undeclared-numpy-rule", "declared-first-order"],
 )
 def test_the_generic_check_catches_a_wrong_new_op(monkeypatch, rule, order, caught):
-    monkeypatch.setitem(OPS, "tan", None)  # undone after the test: the real table ends without tan
-    defvjp("tan", rule, order=order, call=tan, sample=elementwise((-1.2, 1.2)), torch="tan")
+    monkeypatch.setitem(OPS, "tan", None)  # undone after the test: the real tables end without tan
+    monkeypatch.setitem(SAMPLES, "tan", elementwise((-1.2, 1.2)))
+    monkeypatch.setitem(TORCH, "tan", "tan")
+    defvjp("tan", rule, order=order, call=tan)
     new_op = OPS["tan"]
     if caught:
         with pytest.raises(AssertionError):
@@ -128,3 +136,11 @@ def test_the_generic_check_catches_a_wrong_new_op(monkeypatch, rule, order, caug
     else:
         check_op(new_op, seed=1)
     assert OPS["tan"] is new_op
+
+
+def test_an_op_without_a_sampler_fails_the_table_test(monkeypatch):
+    """Registering an op is not enough: without a sampler in op_samples the table test fails."""
+    monkeypatch.setitem(OPS, "tan", None)
+    defvjp("tan", lambda g, out, a: g * (1.0 + out * out), call=tan)
+    with pytest.raises(AssertionError):
+        test_every_op_of_the_table_can_be_called_and_sampled()

@@ -4,15 +4,15 @@ A :class:`Tensor` wraps a float64 ndarray (integer and boolean input is converte
 float64). An operation on tensors of which at least one requires gradients *records* a
 node: the op's name (``._op``), its operand tensors (``._parents``) and any non-tensor
 parameters such as an axis or an index (``._params``). Nothing else is stored: no
-closure, no gradient code. The engine is three modules, each readable on its own:
+closure, no gradient code. The package ``course_lib.tensor`` is built in one direction:
 
-- this one: the class, :func:`record` (every op goes through it) and grad mode;
-- :mod:`course_lib.ops`: the op table, each op's vector-Jacobian products (VJPs) written
-  once with Tensor operations and registered with :func:`~course_lib.ops.defvjp`;
-- :mod:`course_lib.sweep`: the backward pass that walks a recorded graph and applies them.
-
-The names of the other two (``OPS``/``VJP_RULES``, ``defvjp``, ``unbroadcast``,
-``gradients``, ...) can also be imported from here, as the chapters do.
+- ``course_lib.tensor.grad_mode`` (recording on or off) and
+  ``course_lib.tensor.table`` (the op table, which knows no Tensor) at the bottom;
+- this module: the class, :func:`record` (every op goes through it) and the backward
+  sweep that walks a recorded graph and applies the table's rules;
+- ``course_lib.tensor.rules``: each op's vector-Jacobian products (VJPs), written once
+  with Tensor operations and registered in the table with ``defvjp``;
+- ``course_lib.tensor.autograd``: ``gradients``, the functional form of the sweep.
 
 **No silently wrong gradients.** A Tensor's array is never changed in place: ``.data``
 and ``.numpy()`` hand out read-only arrays, inputs are copied, and the only way to
@@ -25,70 +25,23 @@ values after that, ``backward()`` raises instead of using them, as PyTorch does
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from contextvars import ContextVar
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "Tensor",
-    "no_grad",
-    "set_grad_enabled",
-    "is_grad_enabled",
-    "record",
-    "affine",
-    "where",
-    "stack",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tanh",
-    "relu",
-    "sigmoid",
-    "sqrt",
-    "softmax",
-    "log_softmax",
-]
+from course_lib.tensor.arrays import broadcasting, checked_axes, matmul, real_array
+from course_lib.tensor.grad_mode import _grad_mode, set_grad_enabled
+from course_lib.tensor.table import OPS, _methods
+from course_lib.toposort import child_count_order
+
+__all__ = ["Tensor", "record", "where", "stack", "affine", "backward"]
 
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _now = 0
 """The clock of value changes: bumped by every ``t.data = ...``; a node records its value when created."""
-
-
-# ----------------------------------------------------------------------------- grad mode
-# Per thread (and per asyncio task), as in PyTorch: one thread's no_grad() never switches
-# recording off in another. A new thread starts with recording on.
-_grad_mode: ContextVar[bool] = ContextVar("course_lib_grad_mode", default=True)
-
-
-class set_grad_enabled:
-    """Context manager that switches graph recording on (``True``) or off (``False``)
-    for the ``with`` block, then restores the previous mode."""
-
-    __slots__ = ("mode", "tokens")
-
-    def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
-        self.tokens: list = []
-
-    def __enter__(self) -> None:
-        self.tokens.append(_grad_mode.set(self.mode))
-
-    def __exit__(self, *exc_info: object) -> None:
-        _grad_mode.reset(self.tokens.pop())
-
-
-def no_grad() -> set_grad_enabled:
-    """``with no_grad(): ...`` computes values only: results record no parents and do not
-    require grad (use it for parameter updates and evaluation)."""
-    return set_grad_enabled(False)
-
-
-def is_grad_enabled() -> bool:
-    """Whether operations currently record the graph."""
-    return _grad_mode.get()
+_parents_of = attrgetter("_parents")
 
 
 # ----------------------------------------------------------------------------- Tensor
@@ -119,51 +72,6 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         return record(op, fn(other._data, self._data), (other, self))
 
     return method, reflected
-
-
-def _broadcasting(symbol: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable:
-    """``fn`` with an error that says what to do when the operands' shapes do not broadcast."""
-
-    def apply(a: Any, b: Any) -> np.ndarray:
-        try:
-            return fn(a, b)
-        except ValueError:
-            if _broadcastable(np.shape(a), np.shape(b)):
-                raise
-            raise ValueError(
-                f"shapes {np.shape(a)} and {np.shape(b)} do not broadcast for '{symbol}': axes are matched "
-                "from the right and each pair must be equal or 1; reshape an operand so they line up "
-                "(e.g. x[:, None] for a column, x.reshape(1, -1) for a row)"
-            ) from None
-
-    return apply
-
-
-def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    return all(m == n or 1 in (m, n) for m, n in zip(a[::-1], b[::-1]))
-
-
-def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    try:
-        return np.matmul(a, b)
-    except ValueError:
-        pass
-    if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(
-            f"matmul needs operands with at least one axis, got shapes {a.shape} and {b.shape}: "
-            "use * to scale by a number"
-        )
-    inner = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if a.shape[-1] != inner:
-        which = "first" if b.ndim == 1 else "second-to-last"
-        raise ValueError(
-            f"matmul shapes {a.shape} and {b.shape} do not fit: the last axis of the left operand "
-            f"({a.shape[-1]}) must equal the {which} axis of the right operand ({inner})"
-        )
-    raise ValueError(
-        f"matmul shapes {a.shape} and {b.shape} do not fit: "
-        f"their batch axes {a.shape[:-2]} and {b.shape[:-2]} do not broadcast"
-    )
 
 
 class Tensor:
@@ -198,7 +106,7 @@ class Tensor:
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
-        array = _real_array(_untensor(data), "Tensor()")
+        array = real_array(_untensor(data), "Tensor()")
         self._data: np.ndarray = array.astype(np.float64)  # a copy: the caller's array stays theirs
         self._mask = array.dtype == np.bool_  # remembered for indexing: x[Tensor(mask)] selects
         self._version = 0
@@ -226,7 +134,7 @@ class Tensor:
     @data.setter
     def data(self, values: Any) -> None:
         global _now
-        self._data = _real_array(_untensor(values), ".data").astype(np.float64)
+        self._data = real_array(_untensor(values), ".data").astype(np.float64)
         _now += 1
         self._version = _now
 
@@ -290,17 +198,15 @@ class Tensor:
                 "requires_grad=True (or it was computed under no_grad()). Create the inputs with "
                 "Tensor(data, requires_grad=True)."
             )
-        from course_lib.sweep import backward  # the sweep builds on this module, so it is imported here
-
         backward(self, grad)
 
     # -- arithmetic (each op: compute the value with NumPy, record the node) ------------
-    __add__, __radd__ = _binary_methods("add", _broadcasting("+", np.add))
-    __sub__, __rsub__ = _binary_methods("sub", _broadcasting("-", np.subtract))
-    __mul__, __rmul__ = _binary_methods("mul", _broadcasting("*", np.multiply))
-    __truediv__, __rtruediv__ = _binary_methods("div", _broadcasting("/", np.divide))
-    __pow__, __rpow__ = _binary_methods("pow", _broadcasting("**", np.power))
-    __matmul__, __rmatmul__ = _binary_methods("matmul", _matmul)
+    __add__, __radd__ = _binary_methods("add", broadcasting("+", np.add))
+    __sub__, __rsub__ = _binary_methods("sub", broadcasting("-", np.subtract))
+    __mul__, __rmul__ = _binary_methods("mul", broadcasting("*", np.multiply))
+    __truediv__, __rtruediv__ = _binary_methods("div", broadcasting("/", np.divide))
+    __pow__, __rpow__ = _binary_methods("pow", broadcasting("**", np.power))
+    __matmul__, __rmatmul__ = _binary_methods("matmul", matmul)
 
     def __neg__(self) -> Tensor:
         return record("neg", -self._data, (self,))
@@ -344,30 +250,30 @@ class Tensor:
     # -- reductions ----------------------------------------------------------------------
     def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
         """Sum over ``axis`` (all axes by default); the sum of nothing is 0."""
-        axis = _axes(axis, self._data.ndim, "sum")
+        axis = checked_axes(axis, self._data.ndim, "sum")
         return record("sum", self._data.sum(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
         """Mean over ``axis``; as in NumPy, the mean of nothing is NaN, with a RuntimeWarning."""
-        axis = _axes(axis, self._data.ndim, "mean")
+        axis = checked_axes(axis, self._data.ndim, "mean")
         return record("mean", self._data.mean(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def max(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
         """Largest values; tied maxima share the gradient equally."""
-        axis = _axes(axis, self._data.ndim, "max")
+        axis = checked_axes(axis, self._data.ndim, "max")
         if self._data.size == 0:
             raise ValueError(f"max() of an empty Tensor (shape {self.shape}) has no value: there is nothing to compare")
         return record("max", self._data.max(axis=axis, keepdims=keepdims), (self,), (axis, keepdims))
 
     def softmax(self, axis: int = -1) -> Tensor:
         """exp(x) / sum(exp(x)) along ``axis``, computed after subtracting the maximum."""
-        axis = _axes(axis, self._data.ndim, "softmax")
+        axis = checked_axes(axis, self._data.ndim, "softmax")
         e = np.exp(self._data - self._data.max(axis=axis, keepdims=True))
         return record("softmax", e / e.sum(axis=axis, keepdims=True), (self,), (axis,))
 
     def log_softmax(self, axis: int = -1) -> Tensor:
         """x - log(sum(exp(x))) along ``axis``, computed after subtracting the maximum."""
-        axis = _axes(axis, self._data.ndim, "log_softmax")
+        axis = checked_axes(axis, self._data.ndim, "log_softmax")
         shifted = self._data - self._data.max(axis=axis, keepdims=True)
         return record("log_softmax", shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True)), (self,), (axis,))
 
@@ -385,7 +291,9 @@ class Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = (
-            tuple(range(ndim - 1, -1, -1)) if not axes else tuple(int(a) % ndim for a in _axes(axes, ndim, "transpose"))
+            tuple(range(ndim - 1, -1, -1))
+            if not axes
+            else tuple(int(a) % ndim for a in checked_axes(axes, ndim, "transpose"))
         )
         if axes == tuple(range(ndim)):
             return self  # nothing to do, no node
@@ -405,6 +313,10 @@ class Tensor:
         return record("getitem", self._data[index], (self,), (index,))
 
 
+# The op table finds an op's forward here when its row names none: ``defvjp("exp", ...)`` -> ``Tensor.exp``.
+_methods.update((name, f) for name, f in vars(Tensor).items() if callable(f) and not name.startswith("_"))
+
+
 # ----------------------------------------------------------------------------- recording
 def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) -> Tensor:
     """Wrap the result ``data`` of op ``op`` applied to ``parents`` (and ``params``).
@@ -412,7 +324,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     The node keeps its parents only if recording is on and some parent requires grad
     (*pruning*): otherwise the result is a constant with no parents. Every op goes
     through here; to add a primitive, compute its value with NumPy, call ``record`` and
-    register its VJP with :func:`~course_lib.ops.defvjp`. A node notes the time of the clock of value
+    register its VJP with :func:`~course_lib.tensor.defvjp`. A node notes the time of the clock of value
     changes, so the backward pass can tell whether its inputs changed since.
     """
     out = Tensor.__new__(Tensor)
@@ -468,24 +380,6 @@ def _untensor(data: Any) -> Any:
     return data
 
 
-def _real_array(data: Any, where: str) -> np.ndarray:
-    """``data`` as an array of real numbers (bool, integer or float), or a clear TypeError."""
-    array = np.asarray(data)
-    if array.dtype.kind not in "biuf":
-        kind = "complex numbers" if array.dtype.kind == "c" else f"{type(data).__name__} (dtype {array.dtype})"
-        raise TypeError(
-            f"{where} needs real numbers (numbers, nested lists or real arrays), got {kind}"
-            + (
-                ": pass the real and imaginary parts as separate Tensors"
-                if array.dtype.kind == "c"
-                else ": convert text with float(...) first"
-                if array.dtype.kind in "US"
-                else ""
-            )
-        )
-    return array
-
-
 def _plain_index(index: Any) -> Any:
     """An index NumPy understands: a Tensor built from booleans is a mask, any other Tensor
     must hold whole numbers (Tensors store floats). Arrays are copied, so the caller may
@@ -504,19 +398,6 @@ def _plain_index(index: Any) -> Any:
         array = np.array(index)
         return array if array.dtype.kind in "biu" else index
     return index
-
-
-def _axes(axis: Any, ndim: int, op: str) -> Any:
-    """``axis`` (None, an int or a tuple of ints) checked against ``ndim`` axes, negative ones
-    counted from the end; out of range is an error, never wrapped around."""
-    if axis is None:
-        return None
-    for a in axis if isinstance(axis, tuple) else (axis,):
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(
-                f"{op}: axis {a!r} is out of range for a Tensor with {ndim} axes (use 0..{ndim - 1} or -{ndim}..-1)"
-            )
-    return axis
 
 
 # ----------------------------------------------------------------------------- functions
@@ -538,7 +419,7 @@ def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
     parts = tuple(_lift(t) for t in tensors)
     if not parts or any(p is NotImplemented for p in parts):
         raise TypeError("stack() needs a non-empty sequence of Tensors (or numbers / real arrays)")
-    axis = _axes(axis, parts[0].ndim + 1, "stack") % (parts[0].ndim + 1)
+    axis = checked_axes(axis, parts[0].ndim + 1, "stack") % (parts[0].ndim + 1)
     return record("stack", np.stack([p._data for p in parts], axis=axis), parts, (axis,))
 
 
@@ -549,7 +430,7 @@ def affine(x: Any, weight: Any, bias: Any) -> Tensor:
     x, weight, bias = _lift(x), _lift(weight), _lift(bias)
     if x is NotImplemented or weight is NotImplemented or bias is NotImplemented:
         raise TypeError("affine(x, weight, bias) needs Tensors, numbers or real arrays")
-    data = _matmul(x._data, weight._data)
+    data = matmul(x._data, weight._data)
     if np.ndim(data) and np.broadcast_shapes(data.shape, bias._data.shape) == data.shape:
         data += bias._data
     else:  # the bias has more axes than the product, or the product is a number
@@ -557,37 +438,139 @@ def affine(x: Any, weight: Any, bias: Any) -> Tensor:
     return record("affine", data, (x, weight, bias))
 
 
-def _tensor_function(name: str) -> Callable[..., Tensor]:
-    def function(x: Any, *args: Any, **kwargs: Any) -> Tensor:
-        x = _lift(x)
-        if x is NotImplemented:
-            raise TypeError(f"{name}() needs a Tensor, a number or a real array")
-        return getattr(x, name)(*args, **kwargs)
-
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"``{name}`` of a Tensor (numbers and arrays are converted): the same as ``Tensor.{name}``."
-    return function
+# ----------------------------------------------------------------------------- the backward sweep
+def backward(output: Tensor, grad: Any = None) -> None:
+    """What :meth:`~course_lib.tensor.Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
+    _backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
 
 
-exp, log, sin, cos, tanh, relu, sigmoid, sqrt, softmax, log_softmax = map(
-    _tensor_function, ["exp", "log", "sin", "cos", "tanh", "relu", "sigmoid", "sqrt", "softmax", "log_softmax"]
-)
+def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
+    """The gradient that starts a backward pass at ``output``, checked against its shape."""
+    if grad is None:
+        if output._data.size != 1:
+            raise ValueError(
+                f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
+                f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
+            )
+        return record("", np.ones(output.shape), ())
+    if isinstance(grad, Tensor):
+        seed = grad if keep_graph else record("", grad._data.copy(), ())
+    else:
+        seed = record("", real_array(grad, caller + "'s seed").astype(np.float64), ())
+    if seed.shape != output.shape:
+        raise ValueError(
+            f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
+            f"the seed must have exactly the output's shape (it is not broadcast), e.g. np.ones({output.shape})"
+        )
+    return seed
 
 
-# The op table and the backward sweep build on this module; their names are also
-# reachable from here (``from course_lib.tensor import gradients, VJP_RULES``).
-_ELSEWHERE = {
-    **dict.fromkeys(
-        ["OPS", "VJP_RULES", "Op", "defvjp", "defvjp_argnum", "unbroadcast", "elementwise", "reduction", "along_axis"],
-        "course_lib.ops",
-    ),
-    "gradients": "course_lib.sweep",
-}
+def _backprop(
+    root: Tensor,
+    seed: Tensor,
+    create_graph: bool,
+    on_grad: Callable[[Tensor, Tensor, bool], None],
+    needed: set[int] | None = None,
+    order: list[Tensor] | None = None,
+) -> None:
+    """The reverse sweep shared by :meth:`Tensor.backward` and :func:`gradients`.
+
+    Nodes come output first, each one after all of its children, so its gradient is
+    complete when it is reached; ``on_grad(node, g, owned)`` then receives it (``owned``:
+    the array was allocated by this sweep and is referenced nowhere else). A node whose
+    inputs (or itself) got new values since it was recorded is an error. The node's
+    VJP rules pull ``g`` back to every parent that requires grad (and, if ``needed``
+    is given, leads to a node in it). A parent reached along several paths gets the
+    sum: a fresh buffer, into which later contributions are added in place. ``order`` is
+    the graph already sorted by a caller that needed it first, so it is sorted once.
+    """
+    grads: dict[int, Tensor] = {id(root): seed}
+    owned: set[int] = set()  # ids of nodes whose buffer is ours to add into in place
+    with set_grad_enabled(create_graph):
+        for node in child_count_order(root, _parents_of) if order is None else order:
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue  # a constant, or a node that does not lead to what is needed
+            on_grad(node, g, id(node) in owned)
+            parents = node._parents
+            if not parents:
+                continue
+            op = OPS.get(node._op)
+            if op is None:
+                raise NotImplementedError(
+                    f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)"
+                )
+            recorded = node._recorded
+            if node._version > recorded:
+                raise _changed(node, node)
+            args = parents + node._params
+            for i, parent in enumerate(parents):
+                if parent._version > recorded:
+                    raise _changed(node, parent, i)
+                key = id(parent)
+                if not parent.requires_grad or (needed is not None and key not in needed):
+                    continue
+                try:
+                    rule = op.rules[i]
+                except IndexError:
+                    raise NotImplementedError(
+                        f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument"
+                    ) from None
+                result = rule(g, node, *args)
+                if type(result) is Tensor and result._data.shape == parent._data.shape:
+                    contribution = result
+                else:
+                    contribution = _checked(result, i, node)
+                if create_graph and (op.order == 1 or type(result) is not Tensor):
+                    # A rule written with NumPy: its result is right, but it has no graph of its own.
+                    contribution = record("first_order", contribution._data, (g,) + parents, (node._op,))
+                previous = grads.get(key)
+                if previous is None:
+                    grads[key] = contribution
+                    # A rule returns g itself, a view (its base is set) or a new array: only the last is ours.
+                    data = contribution._data
+                    if not create_graph and data is not g._data and data.base is None:
+                        owned.add(key)
+                elif key in owned:
+                    previous._data += contribution._data
+                else:
+                    grads[key] = previous + contribution
+                    if not create_graph:
+                        owned.add(key)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _ELSEWHERE:
-        import importlib
+def _changed(node: Tensor, changed: Tensor, i: int | None = None) -> RuntimeError:
+    """The error for a node whose input ``i`` (or, with ``i`` None, the node itself) got new values."""
+    which = "its output" if i is None else f"its input {i}"
+    name = f"{changed.label!r}, " if changed.label else ""
+    return RuntimeError(
+        f"a Tensor needed to differentiate op {node._op!r} has been modified by an in-place change: {which} "
+        f"({name}shape {changed.shape}) got new values (t.data = ...) after the op was recorded, so the "
+        "gradient would be computed with the wrong values. Run the forward pass again after changing "
+        "values (e.g. call the optimizer's step() only after backward())"
+    )
 
-        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def _checked(result: Any, i: int, node: Tensor) -> Tensor:
+    """A rule's result as a Tensor of argument ``i``'s shape, or a clear error."""
+    result = _lift(result)
+    if result is NotImplemented:
+        raise TypeError(f"the VJP rule of {node._op!r} for argument {i} must return a Tensor")
+    expected = node._parents[i]._data.shape
+    if result._data.shape != expected:
+        raise ValueError(
+            f"the VJP rule of {node._op!r} for argument {i} returned shape {result._data.shape}, but that argument "
+            f"has shape {expected}: a gradient has its variable's shape (did the rule forget unbroadcast?)"
+        )
+    return result
+
+
+def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
+    """``backward()``'s use of a finished gradient: leaves accumulate it, retained intermediates keep it."""
+    if node._parents:
+        if node._retains_grad:  # a copy: g may travel on to the parents (add passes it through)
+            node.grad = g._data.copy()
+    elif node.grad is None:
+        node.grad = g._data if owned else g._data.copy()
+    else:
+        node.grad = node.grad + g._data
