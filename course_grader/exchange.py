@@ -36,8 +36,9 @@ def uid_of(user: str) -> int | None:
         return json.loads(Path(table).read_text()).get(user) if table else None
 
 
-def foreign_entries(folder: Path, uid: int) -> list[Path]:
-    """What in ``folder`` is not a plain file or folder owned by ``uid`` (relative paths)."""
+def foreign_entries(folder: Path, uid: int | None) -> list[Path]:
+    """What in ``folder`` is not a plain file or folder owned by ``uid`` (relative paths; with
+    no such user, everything)."""
     foreign = []
     for dirpath, dirnames, filenames in os.walk(folder, onerror=lambda error: foreign.append(Path(error.filename))):
         for name in dirnames + filenames:
@@ -50,6 +51,8 @@ def foreign_entries(folder: Path, uid: int) -> list[Path]:
 
 class OwnerCheckedCollect(ExchangeCollect):
     """``nbgrader collect`` that quarantines hand-ins not made by the student they name."""
+
+    src_records: list[dict]  # nbgrader's records of the hand-ins to collect
 
     def _path_to_record(self, path):
         record = super()._path_to_record(path)
