@@ -242,6 +242,11 @@ def grant(value: Any) -> Any:
         codec.granting = False
 
 
+# What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,
+# __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
+HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
+
+
 class ReadOnly(Exception):
     """The student's code tried to change or call one of the test's objects."""
 
@@ -262,8 +267,8 @@ def serve(message: dict) -> Any:
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
         name = str(message.get("name"))
-        if name.startswith("_"):
-            raise AttributeError(f"{name}: the test's objects show only their public attributes")
+        if name.startswith(HIDDEN_ATTRIBUTES):
+            raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
         return target[codec.decode(message.get("key"))]

@@ -64,7 +64,7 @@ class Trusted:
         return ask(self, "call", args=encode(list(self._bound + args)), kwargs=encode(kwargs))
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
+        if name.startswith("__"):  # Python's own probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         return ask(self, "getattr", name=name)
 

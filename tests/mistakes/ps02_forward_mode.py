@@ -171,15 +171,15 @@ def log(x):
     """Forward-mode tangents of every node in order (a topological order: parents first).
 
     A node without parents gets seeds.get(node, 0.0); any other node gets
-    sum over i of node.grad_wrt_parents[i] * (tangent of node.parent_nodes[i]).
+    sum over i of node.grad_wrt_parents[i] * (tangent of node._parents[i]).
     """
     tangent = {}
     for node in reversed(order):
-        if not node.parent_nodes:
+        if not node._parents:
             tangent[node] = seeds.get(node, 0.0)
         else:
             tangent[node] = sum(local * tangent[parent]
-                                for parent, local in zip(node.parent_nodes, node.grad_wrt_parents))
+                                for parent, local in zip(node._parents, node.grad_wrt_parents))
     return tangent
 ''',
         },
