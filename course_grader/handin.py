@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_grader.parts import Part, parts
+from course_grader.protocol import JudgeJob
 from course_grader.sandbox import Sandbox
 
 
@@ -41,7 +42,7 @@ class GradingFailed(RuntimeError):
 GRADER_ROOT = Path(__file__).resolve().parent.parent
 
 
-def judge_job(part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path) -> dict:
+def judge_job(part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path) -> JudgeJob:
     return {
         "parts": [
             {

@@ -51,6 +51,8 @@ from course_grader.protocol import (
     ChannelClosed,
     Codec,
     Endpoint,
+    JudgeJob,
+    PartJob,
     ProtocolError,
     clip,
     convert,
@@ -74,10 +76,11 @@ class Remote:
     themselves. Comparisons with plain values go through the number the student's object
     turns into (``float``), so a rigged ``__eq__`` has nothing to say."""
 
-    __slots__ = ("__n", "__weakref__")
+    __slots__ = ("__n", "__kind", "__weakref__")
 
-    def __init__(self, number: int):
+    def __init__(self, number: int, kind: str = ""):
         object.__setattr__(self, "_Remote__n", number)
+        object.__setattr__(self, "_Remote__kind", kind)  # its class, as the runner says
 
     def __ask(self, op: str, **fields: Any) -> Any:
         fields.setdefault("target", {"$h": object.__getattribute__(self, "_Remote__n")})
@@ -86,14 +89,20 @@ class Remote:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        return self.__ask("getattr", name=name)
+        key = (object.__getattribute__(self, "_Remote__kind"), name)
+        if key not in METHODS:
+            is_method, value = self.__ask("attribute", name=name)
+            if not is_method:
+                return value
+            METHODS.add(key)  # calls go by name from now on: one request each, not two
+        return RemoteMethod(self, name)
 
     @property  # type: ignore[misc]  # isinstance() consults __class__: see below
     def __class__(self) -> type:
         """The judge's course_lib class of that name, for an object of a course_lib class, so
         that ``isinstance(y, Tensor)`` in a test means what it says (``type()`` still says
         Remote). Any other object is a Remote."""
-        name = self.__ask("classname")
+        name = object.__getattribute__(self, "_Remote__kind")
         module, _, qualname = name.rpartition(".")
         if module.split(".")[0] == "course_lib" and module in sys.modules:
             found = getattr(sys.modules[module], qualname, None)
@@ -183,6 +192,28 @@ class Remote:
 
     def __ge__(self, other: Any) -> Any:
         return self.__float__() >= other
+
+
+METHODS: set[tuple[str, str]] = set()  # (class, name): the attributes that are methods
+
+
+class RemoteMethod:
+    """A method of one of the student's objects: calling it is one request (by name, so the
+    object's current method is the one called)."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner: Remote, name: str):
+        self.owner, self.name = owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        target = {"$h": object.__getattribute__(self.owner, "_Remote__n")}
+        return CHANNEL.request(
+            "callmethod", target=target, name=self.name, args=grant(list(args)), kwargs=grant(kwargs)
+        )
+
+    def __repr__(self) -> str:
+        return f"<method {self.name} of {self.owner!r}>"
 
 
 def _binary(name: str, reflected: bool):
@@ -337,7 +368,7 @@ def raised_in_test(error: BaseException) -> bool:
     return bool(frames) and frames[-1].filename.endswith(" test>") and not isinstance(error, ReadOnly)
 
 
-def judge_part(part: dict, sandbox: Sandbox, scratch: Path, cell_timeout: float) -> Verdict:
+def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: float) -> Verdict:
     """Start the student's process for one part, wait for its cells, run the test here."""
     global CHANNEL
     verdict = Verdict()
@@ -412,7 +443,7 @@ def _cell_note(event: dict, verdict: Verdict) -> None:
         )
 
 
-def _test(part: dict, names: dict, verdict: Verdict, scratch: Path, cell_timeout: float) -> Verdict:
+def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_timeout: float) -> Verdict:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     quiet = io.StringIO()
     os.chdir(scratch)
@@ -433,6 +464,9 @@ def _test(part: dict, names: dict, verdict: Verdict, scratch: Path, cell_timeout
         # other name the student's cells defined, stand for the student's objects.
         if _notebook_class(namespace[name]):
             namespace[name] = value
+    for name, value in list(namespace.items()):
+        if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
+            namespace[name] = _where_the_objects_are(name, value)
     namespace["student_side"] = student_side
     try:
         with time_limit(cell_timeout):
@@ -476,6 +510,21 @@ def _test(part: dict, names: dict, verdict: Verdict, scratch: Path, cell_timeout
     return verdict
 
 
+def _where_the_objects_are(name: str, function: Any) -> Any:
+    """``function`` (course_lib's, imported by a set-up cell) run where its arguments live: on
+    the student's objects, the student's process runs its own copy (one request, not one per
+    operation inside it, as a reference train step calling ``cross_entropy`` on the student's
+    model would make); on the test's own values, the judge runs it."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if any(type(a) is Remote for a in (*args, *kwargs.values())):
+            return CHANNEL.request("setup", name=name)(*args, **kwargs)
+        return function(*args, **kwargs)
+
+    call.__name__, call.__doc__, call.__wrapped__ = function.__name__, function.__doc__, function  # type: ignore[attr-defined]
+    return call
+
+
 def _notebook_class(value: Any) -> bool:
     return isinstance(value, type) and value.__module__ == "__main__"
 
@@ -495,8 +544,8 @@ _MISSING = object()
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.buffer.read())
-    limits = Limits(**job["limits"])
+    job: JudgeJob = json.loads(sys.stdin.buffer.read())
+    limits = Limits(**job["limits"])  # type: ignore[arg-type]
     sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=job.get("rules", []), slot=job.get("slot", 0))
     results = []
     skipped: dict[str, str] = {}

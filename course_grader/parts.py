@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from course_grader.protocol import Cell
+
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
 REFERENCE = re.compile(r"^[ \t]*# grader: reference ([\w ]+?)[ \t]*$", re.M)
@@ -28,8 +30,8 @@ class Part:
     points: float
     visible: str
     hidden: str
-    cells: list[dict] = field(default_factory=list)  # what runs before the test, in notebook order
-    references: list[dict] = field(default_factory=list)  # solution cells run just before the test
+    cells: list[Cell] = field(default_factory=list)  # what runs before the test, in notebook order
+    references: list[Cell] = field(default_factory=list)  # solution cells run just before the test
     answers: list[str] = field(default_factory=list)  # grade ids of the answer cells this test checks
 
 
@@ -39,12 +41,12 @@ def split_test(source: str) -> tuple[str, str]:
     return HIDDEN.sub("", source), hidden
 
 
-def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[dict]]:
+def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
     """Each answer cell of the hand-in with the code cells the student added (or changed) after
     it; ``instructor`` holds the sources of the released non-answer cells, which are skipped."""
-    blocks: dict[str, list[dict]] = {}
-    current: list[dict] | None = None
-    leading: list[dict] = []
+    blocks: dict[str, list[Cell]] = {}
+    current: list[Cell] | None = None
+    leading: list[Cell] = []
     for cell in hand_in.cells:
         meta = nbgrader_meta(cell)
         if cell.cell_type != "code":
@@ -76,7 +78,7 @@ def parts(source_nb, hand_in) -> list[Part]:
     }
     answers = student_blocks(hand_in, instructor)
     solutions = {nbgrader_meta(c)["grade_id"]: c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")}
-    cells: list[dict] = []
+    cells: list[Cell] = []
     found: list[Part] = []
     since_last_test: list[str] = []
     for k, cell in enumerate(source_nb.cells):
@@ -85,7 +87,7 @@ def parts(source_nb, hand_in) -> list[Part]:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and not meta.get("solution"):
             visible, hidden = split_test(cell.source)
-            references = [
+            references: list[Cell] = [
                 {"name": name, "kind": "reference", "source": solutions[name]}
                 for match in REFERENCE.findall(hidden)
                 for name in match.split()

@@ -9,7 +9,8 @@ number or an array. Anything else stays where it lives and crosses as a **handle
 the other side uses to ask for operations on it (``{"$h": n}`` for the runner's objects,
 ``{"$r": n}`` for the judge's).
 
-Messages, each one JSON object on one line:
+Before that, the grader sends the judge a :class:`JudgeJob` and the judge sends the runner a
+:class:`Job`. Then messages, each one JSON object on one line:
 
 * a request ``{"id": n, "op": OP, ...}``: the receiver does ``op`` and answers;
 * a reply ``{"re": n, "value": V}`` or ``{"re": n, "error": {"type": T, "message": M}}``;
@@ -39,6 +40,8 @@ OPS = (
     "setup",  # what the set-up cells bound to a name
     "setglobal",  # bind a notebook name (the judge's reference solutions)
     "getattr",
+    "attribute",  # getattr that says "a method" instead of sending a bound method
+    "callmethod",
     "setattr",
     "call",
     "getitem",
@@ -50,7 +53,6 @@ OPS = (
     "unary",
     "convert",
     "isinstance",
-    "classname",
 )
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
@@ -80,8 +82,34 @@ class Job(TypedDict):
 
 class Cell(TypedDict):
     name: str
-    kind: Literal["setup", "answer", "extra"]
+    kind: Literal["setup", "answer", "extra", "reference"]
     source: str
+
+
+class PartJob(TypedDict):
+    """One graded part, as the grader hands it to the judge."""
+
+    grade_id: str
+    setup: list[Cell]  # the instructor's set-up cells, which the judge runs too
+    cells: list[Cell]  # what the runner runs: set-up and the student's cells, in notebook order
+    cell_names: list[str]
+    references: list[Cell]  # earlier parts' solutions, run in the judge if needed
+    answers: list[str]  # grade ids of the answer cells this part tests
+    visible: str
+    hidden: str
+
+
+class JudgeJob(TypedDict):
+    """What the grader sends the judge on stdin for one hand-in (course_grader.handin)."""
+
+    parts: list[PartJob]
+    limits: dict[str, int | float]
+    unsafe: bool
+    rules: list[str]
+    slot: int
+    cell_timeout: float
+    files: str  # the released data files and the hand-in
+    scratch: str  # a folder for the parts' working folders
 
 
 class CellOutcome(TypedDict, total=False):
@@ -154,7 +182,7 @@ class Codec:
     ``mine`` is this side's table of objects it has handed out (handle number -> object);
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
-    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int], Any]):
+    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any]):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}  # id(object) -> handle number
@@ -184,10 +212,10 @@ class Codec:
             if obj is not None:
                 self.numbers.pop(id(obj), None)
 
-    def proxy(self, number: int) -> Any:
+    def proxy(self, number: int, kind: str = "") -> Any:
         proxy = self.proxies.get(number)
         if proxy is None:
-            proxy = self.make_proxy(number)
+            proxy = self.make_proxy(number, kind)
             self.proxies[number] = proxy
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
@@ -232,7 +260,13 @@ class Codec:
             return {
                 "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
             }
-        return {self.own_tag: self.handle(value)}
+        number = self.handle(value)
+        described = self.kind(value)
+        return {self.own_tag: [number, described] if described else number}
+
+    def kind(self, value: Any) -> str:
+        """What a handle of ours says about its object (the runner: its class), or nothing."""
+        return ""
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
@@ -285,9 +319,10 @@ class Codec:
                 raise ProtocolError("a handle this side never gave out")
             return self.objects[body]
         if tag == self.other_tag:
-            if type(body) is not int or body <= 0:
+            number, described = (body, "") if type(body) is int else (_list(body) + [""])[:2]
+            if type(number) is not int or number <= 0 or type(described) is not str or len(described) > 300:
                 raise ProtocolError("a malformed handle")
-            return self.proxy(body)
+            return self.proxy(number, described)
         raise ProtocolError(f"unknown tag {tag!r}")
 
 

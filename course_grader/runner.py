@@ -54,11 +54,11 @@ class Trusted:
 
     __slots__ = ("_number", "_bound", "__weakref__")
 
-    def __init__(self, number: int, bound: tuple = ()):
+    def __init__(self, number: int, kind: str = "", bound: tuple = ()):
         self._number, self._bound = number, bound
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        return self if obj is None else Trusted(self._number, (obj,))
+        return self if obj is None else Trusted(self._number, bound=(obj,))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return ask(self, "call", args=encode(list(self._bound + args)), kwargs=encode(kwargs))
@@ -145,6 +145,10 @@ SETUP: dict[str, Any] = {}  # what the set-up cells bound, as they bound it
 
 
 class RunnerCodec(Codec):
+    def kind(self, value: Any) -> str:
+        cls = type(value)
+        return f"{cls.__module__}.{cls.__qualname__}"
+
     def setup_function(self, name: str) -> Any:
         if name not in SETUP:
             raise NameError(f"the notebook's set-up cells define no {name!r}")
@@ -169,6 +173,13 @@ def serve(message: dict) -> Any:
     target = decode(message.get("target"))
     if op == "getattr":
         return getattr(target, str(message.get("name")))
+    if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
+        value = getattr(target, str(message.get("name")))
+        bound = getattr(value, "__self__", None) is target and callable(value)
+        return (True, None) if bound else (False, value)
+    if op == "callmethod":
+        method = getattr(target, str(message.get("name")))
+        return method(*decode(message.get("args")), **decode(message.get("kwargs")))
     if op == "setattr":
         setattr(target, str(message.get("name")), decode(message.get("value")))
         return None
@@ -201,9 +212,6 @@ def serve(message: dict) -> Any:
         return convert(target, str(message.get("to")))
     if op == "isinstance":
         return isinstance(decode(message.get("item")), target)
-    if op == "classname":
-        cls = type(target)
-        return f"{cls.__module__}.{cls.__qualname__}"
     raise ValueError(f"unknown request {op!r}")
 
 
