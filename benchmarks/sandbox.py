@@ -2,8 +2,9 @@
 
     .venv/bin/python -m benchmarks.sandbox [--rounds 3] [--assignments ps01_finite_differences ...]
 
-Each assignment's solution is graded part by part by ``course_grader`` (the harness in a fresh
-process per part), once in the sandbox and once with ``--unsafe-no-sandbox``'s plain process,
+Each assignment's solution is graded part by part by ``course_grader`` (the judge, and the
+student's code in a fresh process per part), once in the sandbox and once with
+``--unsafe-no-sandbox``'s plain process,
 alternating, several rounds; the best time of each is compared. The issue's budget: at most
 10 % more time with the sandbox. Instructor tooling: run it in the instructor's repository.
 """

@@ -260,6 +260,10 @@ class Codec:
             return {
                 "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
             }
+        return self.by_handle(value)
+
+    def by_handle(self, value: Any) -> dict:
+        """``value`` sent as a handle (with what this side says of it), never by value."""
         number = self.handle(value)
         described = self.kind(value)
         return {self.own_tag: [number, described] if described else number}
