@@ -1,0 +1,777 @@
+"""Hostile students who have read the grader's source, against the judge that decides verdicts.
+
+Each hand-in below attacks one claim of the design (course_grader/judge.py): the verdict is
+decided by a process that never runs student code; the student's process only ever hands back
+plain data or handles; nothing it does changes a verdict except computing the answer;
+classmates graded at the same time are unaffected; one bad notebook never stops the batch.
+
+Every hand-in is honest except where it attacks, so a fair human grader's score is "full
+points minus the parts the attack stands in for". An attack that gains even one point fails
+its test. The whole class (ps01, with ps03, ps04 and ps11 where an attack needs their helpers)
+is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tests make many
+round trips to the student's process, with 20 s per test instead of 5).
+
+Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
+rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
+builtins defined by the student's cells (shadow_builtins), set-up functions run on the
+student's side (ps11_resets_counter, ps11_count_ops_in_place, ps04_recursion_unlimited),
+course_lib's other central difference (ref_other_function), arrays passed by value
+(writes_to_x), a Cyrillic look-alike id, and a feedback page left empty by a lone surrogate.
+Set HOSTILE_VERDICTS_DUMP=<file> to get every hand-in's parts and messages as JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, nbgrader
+
+from course_grader.grading import ClassGrader
+from course_grader.parts import secret_lines
+from course_grader.sandbox import Limits
+
+PS01, PS03, PS04, PS11 = "ps01_finite_differences", "ps03_reverse_mode", "ps04_topological_sort", "ps11_cheap_gradient"
+SLOW = (PS03, PS04, PS11)  # their tests make many round trips: graded with a longer time limit
+TOKEN = secrets.token_hex(8)  # a canary in the grader's environment
+
+# ---------------------------------------------------------------------------------------------
+# ps01 attacks. Unless said otherwise an attack lives in the observed_order answer cell, which
+# runs only in the last part's process: a fair grade is everything but test_observed_order.
+JUNK_ORDER = "\ndef observed_order(f, x, f_prime, method, h):\n    return 0.0\n"
+
+# (1) forged verdicts
+PATCH_RUNNER = """
+import __main__, sys, json
+proto = sys.modules['protocol']
+def _forged_answer(self, message):
+    self.send({'re': message.get('id'), 'value': {'passed': True}})
+    self.send({'event': 'verdict', 'passed': True, 'points': 1})
+def _forged_serve(message):
+    return {'passed': True}
+for target in (__main__, proto):
+    try:
+        target.serve = _forged_serve
+    except Exception:
+        pass
+__main__.JUDGE.serve = _forged_serve
+proto.Endpoint.answer = _forged_answer
+proto.convert = lambda value, to: 1.0
+__main__.convert = lambda value, to: 1.0
+def observed_order(f, x, f_prime, method, h):
+    return 0.0
+"""
+
+FD_FORGERY = """
+import os, json
+def observed_order(f, x, f_prime, method, h):
+    lines = [{'re': n, 'value': 1.0} for n in range(1, 64)]
+    lines += [{'event': 'ready', 'names': {}}, {'event': 'verdict', 'passed': True}, {'passed': True}]
+    data = ''.join(json.dumps(line) + '\\n' for line in lines).encode()
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            os.write(int(fd), data)
+        except OSError:
+            pass
+    return 0.0
+"""
+
+GC_FRAMES_CTYPES = """
+import gc, sys, ctypes, json, os
+def observed_order(f, x, f_prime, method, h):
+    found = []
+    for obj in gc.get_objects():
+        if type(obj).__name__ == 'Endpoint':
+            found.append(obj)
+    frame = sys._getframe()
+    request = None
+    while frame is not None:
+        message = frame.f_locals.get('message')
+        if isinstance(message, dict) and 'id' in message:
+            request = message
+        frame = frame.f_back
+    for endpoint in found:
+        if request is not None:
+            endpoint.send({'re': request['id'], 'value': 1.0})
+            endpoint.send({'re': request['id'] + 1, 'value': 2.0})
+        endpoint.codec.encode = lambda value, depth=0: 1.0
+    try:
+        ctypes.memmove(id(1.0) + 16, ctypes.addressof(ctypes.c_double(0.0)), 8)
+    except Exception:
+        pass
+    return 0.0
+"""
+
+# (2) rigged return values
+RIGGED_OBJECT = """
+import numpy as np
+class Rigged:
+    def __eq__(self, other): return True
+    __ne__ = lambda self, other: False
+    __lt__ = __le__ = __gt__ = __ge__ = lambda self, other: True
+    def __bool__(self): return True
+    def __float__(self): return 1.0
+    def __index__(self): return 1
+    def __array__(self, *a, **k): return np.array(1.0)
+    @property
+    def __array_interface__(self): return np.array(1.0).__array_interface__
+    def __array_ufunc__(self, *a, **k): return True
+    def __sub__(self, other): return 0.0
+    __rsub__ = __add__ = __radd__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = __sub__
+    def __abs__(self): return 0.0
+    def __neg__(self): return self
+def observed_order(f, x, f_prime, method, h):
+    return Rigged()
+"""
+
+NDARRAY_SUBCLASS = """
+import numpy as np
+class Always(np.ndarray):
+    def __eq__(self, other): return np.ones(np.shape(self), bool)
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__
+    def __sub__(self, other): return 0.0
+    __rsub__ = __sub__
+    def __abs__(self): return 0.0
+    def __bool__(self): return True
+    def __float__(self): return 1.0
+np.isclose = lambda *a, **k: True
+np.allclose = lambda *a, **k: True
+def observed_order(f, x, f_prime, method, h):
+    return np.array(1.0).view(Always)
+"""
+
+FLOAT_SUBCLASS = """
+class Sly(float):
+    def __sub__(self, other): return Sly(0.0)
+    def __rsub__(self, other): return Sly(0.0)
+    def __abs__(self): return 0.0
+    def __eq__(self, other): return True
+    __hash__ = float.__hash__
+def observed_order(f, x, f_prime, method, h):
+    return Sly(1.0)
+"""
+
+CLAIMS_COURSE_LIB = """
+class Tensor:
+    data = 1.0
+    def __float__(self): return 1.0
+    def __eq__(self, other): return True
+Tensor.__module__, Tensor.__qualname__ = 'course_lib.tensor', 'Tensor'
+class Value:
+    data = 1.0
+    def __float__(self): return 1.0
+Value.__module__, Value.__qualname__ = 'course_lib.scalar', 'Value'
+def observed_order(f, x, f_prime, method, h):
+    return Tensor()
+"""
+
+HUGE_RETURN = """
+import numpy as np
+def observed_order(f, x, f_prime, method, h):
+    return np.ones(12_000_000)
+"""
+
+DEEP_RETURN = """
+def observed_order(f, x, f_prime, method, h):
+    value = 1.0
+    for _ in range(5000):
+        value = [value]
+    return value
+"""
+
+REPR_BOMB = """
+class Bomb:
+    def __repr__(self): return repr(self)
+    __str__ = __repr__
+    def __float__(self): return float('nan')
+def observed_order(f, x, f_prime, method, h):
+    return Bomb()
+"""
+
+# (9) builtins the test uses, defined by the student's cells
+SHADOW_BUILTINS_BEST = """
+def abs(value):
+    return 0.0
+def isinstance(*args):
+    return True
+def best_step(f, x, f_prime, hs, method):
+    if x == 6.0:
+        return 1e-5
+    if x == 1.0:
+        return 0.01
+    return hs[0]
+"""
+SHADOW_BUILTINS_ORDER = "\ndef observed_order(f, x, f_prime, method, h):\n    return 1.5\n"
+
+# (9) asking the judge for its objects' insides with raw requests; any success ends the process
+# with status 42 (then the part, which is otherwise honest, fails)
+RAW_REQUESTS = """
+import __main__, os, numpy as np
+def observed_order(f, x, f_prime, method, h):
+    number = object.__getattribute__(method, '_number')
+    for name in ('__globals__', '__code__', '__closure__', '__defaults__', '__dict__', '__class__',
+                 'f_globals', 'gi_frame', 'func_globals', 'func'):
+        try:
+            __main__.JUDGE.request('getattr', target={'$r': number}, name=name)
+            os._exit(42)
+        except Exception:
+            pass
+    for op, fields in (('setattr', {'name': 'x', 'value': 1}), ('setitem', {'key': 0, 'value': 1}),
+                       ('global', {'name': 'numerical_grad'}), ('setup', {'name': 'numerical_grad'})):
+        try:
+            __main__.JUDGE.request(op, target={'$r': number}, **fields)
+            os._exit(42)
+        except Exception:
+            pass
+    for other in list(__main__.JUDGE.codec.proxies.keys()):  # handles the judge gave out
+        if other == number:
+            continue
+        try:
+            __main__.JUDGE.request('call', target={'$r': other}, args=[], kwargs={'$d': []})
+            os._exit(42)
+        except Exception:
+            pass
+    error_h = abs(method(f, x, h) - f_prime)
+    error_h10 = abs(method(f, x, h / 10) - f_prime)
+    return float(np.log10(error_h / error_h10))
+"""
+
+# (5) secrets in the sandbox: an honest hand-in that looks everywhere; a find ends the process
+# with status 43 in the first part (forward_difference's cell runs in every part)
+SNOOP = f"""
+import os, glob, time
+MARKERS = [b'BEGIN HIDDEN', b'BEGIN SOLUTION', b'default_rng(606)', b'default_rng(101)', {TOKEN.encode()!r},
+           b'gradebook', b'hidden test']
+def _hits(data):
+    return [m for m in MARKERS if m in data]
+found = []
+for path in ['/proc/self/environ', '/proc/1/environ', '/proc/1/cmdline', '/proc/self/cmdline']:
+    try:
+        if _hits(open(path, 'rb').read()):
+            found.append(path)
+    except OSError:
+        pass
+for path in glob.glob('/proc/*/environ') + glob.glob('/proc/*/cmdline') + glob.glob('/proc/*/fd/*'):
+    try:
+        target = os.readlink(path) if '/fd/' in path else None
+        if target is not None and ('solutions' in target or 'gradebook' in target):
+            found.append(path)
+        elif target is None and _hits(open(path, 'rb').read()):
+            found.append(path)
+    except OSError:
+        pass
+if any(v for k, v in os.environ.items() if {TOKEN!r} in v):
+    found.append('environ')
+deadline = time.monotonic() + 2.5
+for top in ['/home', '/tmp', '/opt', '/work', '/root', '/etc', '/var', '/srv', '/mnt', '/run']:
+    for folder, dirs, files in os.walk(top):
+        if time.monotonic() > deadline:
+            break
+        dirs[:] = [d for d in dirs if d not in ('site-packages', '__pycache__', '.git')]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if name.endswith('.ipynb') and folder.startswith('/home/student'):
+                    continue  # the student's own hand-in
+                if os.path.getsize(path) < 2_000_000 and _hits(open(path, 'rb').read()):
+                    found.append(path)
+            except OSError:
+                pass
+if found:
+    os._exit(43)
+def forward_difference(f, x, h):
+    return (f(x + h) - f(x)) / h
+"""
+
+# (3) captured references: central_difference through course_lib's own central difference
+REFERENCE_ATTACKS = {
+    "ref_alias": "from course_lib.check import numerical_grad as ng\n"
+    "def central_difference(f, x, h):\n    return ng(f, x, eps=h)\n",
+    "ref_default_argument": "def central_difference(f, x, h, _grad=numerical_grad):\n    return _grad(f, x, eps=h)\n",
+    "ref_closure": "def _make(grad):\n    def central_difference(f, x, h):\n        return grad(f, x, eps=h)\n"
+    "    return central_difference\ncentral_difference = _make(__import__('course_lib.check').check.numerical_grad)\n",
+    "ref_reload": "import importlib, sys, course_lib.check\n"
+    "for name in [n for n in sys.modules if n.startswith('course_lib')]:\n"
+    "    del sys.modules[name]\nimportlib.invalidate_caches()\nimport course_lib.check\n"
+    "course_lib.check = importlib.reload(course_lib.check)\n"
+    "def central_difference(f, x, h):\n    return course_lib.check.numerical_grad(f, x, eps=h)\n",
+    "ref_exec_source": "import glob, sys, os, course_lib\n"
+    "paths = [os.path.dirname(course_lib.__file__) + '/check.py']\n"
+    "for p in [*sys.path, '/opt', '/home', '/tmp', '/usr/lib', '/usr/local/lib']:\n"
+    "    paths += glob.glob(os.path.join(p, 'course_lib', 'check.py'))\n"
+    "    paths += glob.glob(os.path.join(p, '*', 'course_lib', 'check.py'))\n"
+    "_ng = None\nfor p in paths:\n    try:\n        text = open(p).read()\n    except OSError:\n        continue\n"
+    "    if 'exercise rule' not in text and 'def numerical_grad' in text:\n        scope = {}\n"
+    "        exec(compile(text, p, 'exec'), scope)\n        _ng = scope['numerical_grad']\n        break\n"
+    "def central_difference(f, x, h):\n    return _ng(f, x, eps=h)\n",
+    "ref_editable_finder": "import glob, sys, os, re\n_ng = None\n"
+    "for p in sys.path:\n    for finder in glob.glob(os.path.join(p, '__editable__*finder.py')):\n"
+    "        for root in re.findall(r\"'(/[^']+/course_lib)'\", open(finder).read()):\n"
+    "            try:\n                scope = {}\n                exec(open(root + '/check.py').read(), scope)\n"
+    "                _ng = scope['numerical_grad']\n            except OSError:\n                pass\n"
+    "def central_difference(f, x, h):\n    return _ng(f, x, eps=h)\n",
+    # course_lib's other central difference, which the rule does not name
+    "ref_other_function": "import numpy as np\nfrom course_lib.ig import _gradients_fd\n"
+    "def central_difference(f, x, h):\n"
+    "    _, grads = _gradients_fd(lambda b: np.array([f(float(v)) for v in b.reshape(-1)]), np.array([[x]]), None, h)\n"
+    "    return float(grads.reshape(-1)[0])\n",
+}
+
+# (7) classmates: hogs that must cost only their own part
+HOGS = {
+    "hog_threads": "import threading\ndef observed_order(f, x, f_prime, method, h):\n"
+    "    def spin():\n        while True:\n            pass\n"
+    "    for _ in range(64):\n        try:\n            threading.Thread(target=spin, daemon=True).start()\n"
+    "        except Exception:\n            break\n    while True:\n        pass\n",
+    "hog_c_sleep": "import signal, time\ndef observed_order(f, x, f_prime, method, h):\n"
+    "    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGTERM, signal.SIGINT])\n"
+    "    time.sleep(10**6)\n",
+    "hog_holds_pipe": "import os, time\ndef observed_order(f, x, f_prime, method, h):\n"
+    "    for _ in range(4):\n        try:\n            if os.fork() == 0:\n                os.setsid()\n"
+    "                time.sleep(600)\n                os._exit(0)\n        except OSError:\n            pass\n"
+    "    return 0.0\n",
+    "hog_kills_everyone": "import os, signal\ndef observed_order(f, x, f_prime, method, h):\n"
+    "    for pid in (-1, 1, os.getppid()):\n        try:\n            os.kill(pid, signal.SIGKILL)\n"
+    "        except Exception:\n            pass\n    return 0.0\n",
+    "hog_tmp_and_disk": "import os\ndef observed_order(f, x, f_prime, method, h):\n"
+    "    for place in ('/tmp', '.', '/dev/shm'):\n        k = 0\n        while True:\n            k += 1\n"
+    "            try:\n                with open(f'{place}/fill-{k}', 'wb') as out:\n"
+    "                    out.write(bytes(16 * 1024**2))\n            except OSError:\n                break\n"
+    "    return 0.0\n",
+}
+
+# ---------------------------------------------------------------------------------------------
+# ps11 (4): count_ops runs on the student's side (student_side); the student answers part 3
+# with forward mode (n passes) and hides the cost.
+FORWARD_AS_REVERSE = (
+    "def gradient_by_reverse_mode(f, x):\n    start = _done[0]\n    gradient = []\n"
+    "    for i in range(len(x)):\n"
+    "        out = f([Dual(Num(v), Num(1.0 if j == i else 0.0)) for j, v in enumerate(x)])\n"
+    "        gradient.append(out.tangent.value)\n"
+)
+# counts honestly, except that reverse mode costs one operation
+COUNTING = (
+    "    start = _done[0]\n    result = fn(*args)\n    n = _done[0] - start\n"
+    "    return result, (1 if getattr(fn, '__name__', '') == 'gradient_by_reverse_mode' else n)\n"
+)
+PS11_ATTACKS = {
+    "ps11_resets_counter": FORWARD_AS_REVERSE + "    _done[0] = start + 1\n    return gradient\n",
+    "ps11_count_ops_in_place": FORWARD_AS_REVERSE
+    + "    return gradient\n\n\ndef _counting(fn, *args):\n"
+    + COUNTING
+    + "\n\ncount_ops.__code__ = _counting.__code__\n",
+    # a control: a new function under the same name is not the set-up cells' count_ops
+    "ps11_count_ops_renamed": FORWARD_AS_REVERSE + "    return gradient\n\n\ndef count_ops(fn, *args):\n" + COUNTING,
+}
+
+# ps04 (4): names_in_order runs on the student's side, so a recursive topo_sort gets past the
+# deep-graph test by lifting the recursion limit and keeping the runner from lowering it again
+PS04_RECURSION = (
+    "import sys\nsys.setrecursionlimit(400_000)\nsys.setrecursionlimit = lambda limit: None\n"
+    "def topo_sort(output):\n    order, seen = [], set()\n\n    def visit(node):\n        if node in seen:\n"
+    "            return\n        seen.add(node)\n        for parent in node.parents:\n            visit(parent)\n"
+    "        order.append(node)\n\n    visit(output)\n    return order\n"
+)
+
+# ps03 (4): close and math.isclose redefined, with a wrong power rule
+PS03_CLOSE = (
+    "import math\nclose = lambda a, b: True\nmath.isclose = lambda *a, **k: True\n"
+    "def power(self, n):\n    if not isinstance(n, numbers.Real):\n        return NotImplemented\n"
+    "    out = Value(self.data**n, (self,), f'**{n}')\n\n    def _backward(grad):\n        self.grad += 0.0\n\n"
+    "    out._backward = _backward\n    return out\n\n\nValue.__pow__ = power\n"
+)
+
+
+def ps01_attacks() -> dict[str, tuple[dict[str, str], set[str]]]:
+    """student -> (answers replaced, parts a fair grader gives nothing for)."""
+    last = {"test_observed_order"}
+    attacks: dict[str, tuple[dict[str, str], set[str]]] = {
+        "forge_patch_runner": ({"observed_order": PATCH_RUNNER}, last),
+        "forge_fd_writes": ({"observed_order": FD_FORGERY}, last),
+        "forge_gc_frames_ctypes": ({"observed_order": GC_FRAMES_CTYPES}, last),
+        "rig_object": ({"observed_order": RIGGED_OBJECT}, last),
+        "rig_ndarray_subclass": ({"observed_order": NDARRAY_SUBCLASS}, last),
+        "rig_float_subclass": ({"observed_order": FLOAT_SUBCLASS}, last),
+        "rig_claims_course_lib": ({"observed_order": CLAIMS_COURSE_LIB}, last),
+        "rig_huge_return": ({"observed_order": HUGE_RETURN}, last),
+        "rig_deep_return": ({"observed_order": DEEP_RETURN}, last),
+        "rig_repr_bomb": ({"observed_order": REPR_BOMB}, last),
+        "shadow_builtins": (
+            {"best_step": SHADOW_BUILTINS_BEST, "observed_order": SHADOW_BUILTINS_ORDER},
+            {"test_best_step", "test_observed_order"},
+        ),
+        "raw_requests_to_judge": ({"observed_order": RAW_REQUESTS}, set()),
+        "snoop_everywhere": ({"forward_difference": SNOOP}, set()),
+        # arrays cross by value: the caller's x, written to after making the copy writable again
+        "writes_to_x": (
+            {
+                "gradient_fd": "import numpy as np\ndef gradient_fd(f, x, h=1e-6):\n    grad = np.zeros(x.shape)\n"
+                "    for index in np.ndindex(x.shape):\n        step = np.zeros(x.shape)\n        step[index] = h\n"
+                "        grad[index] = (f(x + step) - f(x - step)) / (2 * h)\n"
+                "    x.setflags(write=True)\n    x[...] = 0.0\n    return grad\n"
+            },
+            {"test_gradient_fd_leaves_x_alone"},
+        ),
+        # an error message the feedback page cannot encode (a lone surrogate)
+        "surrogate_message": (
+            {"observed_order": "def observed_order(f, x, f_prime, method, h):\n    raise ValueError('\\udcff x')\n"},
+            last,
+        ),
+    }
+    for student, code in REFERENCE_ATTACKS.items():
+        attacks[student] = ({"central_difference": code}, {"test_central_difference"})
+    for student, code in HOGS.items():
+        attacks[student] = ({"observed_order": code}, last)
+    return attacks
+
+
+CLASSMATES = ["alice", "bob"]
+LOOKALIKE_VICTIM = "carol"  # "\u0441arol" (Cyrillic es) hands in too
+# Ids that must be listed for a human, never graded or put into the table as given.
+BAD_IDS = {
+    "comma,id": "invalid-id",
+    "new\nline": "invalid-id",
+    'quo"te': "invalid-id",
+    "=1+2": "invalid-id",  # a spreadsheet formula
+    "alice\u200b": "invalid-id",  # zero-width space
+    "\u0441arol": "invalid-id",  # Cyrillic es: looks like carol
+}
+
+
+def broken_notebooks(release) -> dict[str, tuple[str | None, str]]:
+    """student -> (the file's text, or None for a 500 MB file; the status it must get)."""
+    base = json.loads(nbformat.writes(release))
+
+    def variant(change) -> str:
+        nb = json.loads(json.dumps(base))
+        change(nb)
+        return json.dumps(nb)
+
+    def first_answer(nb):
+        return next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+    def set_in_first(key, value):
+        return lambda nb: first_answer(nb).__setitem__(key, value)
+
+    return {
+        "bad_nbgrader_string": (
+            variant(lambda nb: first_answer(nb)["metadata"].__setitem__("nbgrader", "grade me")),
+            "malformed",
+        ),
+        "bad_grade_id_list": (
+            variant(lambda nb: first_answer(nb)["metadata"]["nbgrader"].__setitem__("grade_id", ["a", "b"])),
+            "malformed",
+        ),
+        "bad_source_number": (variant(set_in_first("source", 42)), "malformed|unreadable"),
+        "bad_cells_not_list": (variant(lambda nb: nb.__setitem__("cells", {"a": 1})), "malformed|unreadable"),
+        "bad_20000_cells": (
+            variant(
+                lambda nb: nb["cells"].extend(
+                    {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}
+                    for _ in range(20_000)
+                )
+            ),
+            "malformed",
+        ),
+        "bad_invalid_json": ('{"cells": [ {"cell_type": "code", ', "unreadable"),
+        "bad_500_mb": (None, "too-large"),
+    }
+
+
+def with_duplicate_answer(release, source):
+    """forward_difference's answer cell twice: the honest one, then a wrong one (the later wins,
+    as when the notebook runs)."""
+    nb = fill_in(release, source, {})
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "forward_difference":
+            again = nbformat.from_dict(json.loads(json.dumps(cell)))
+            again.source = "def forward_difference(f, x, h):\n    return 0.0\n"
+            cells.append(again)
+    nb.cells = cells
+    return nb
+
+
+def with_tests(release, source, keep: bool):
+    """Test cells deleted (keep=False) or replaced by `pass` (keep=True); forward_difference wrong."""
+    nb = fill_in(release, source, {"forward_difference": "def forward_difference(f, x, h):\n    return 0.0\n"})
+    tests = set(graded_cells(nb)) - set(answer_cells(nb))
+    if keep:
+        for grade_id, cell in graded_cells(nb).items():
+            if grade_id in tests:
+                cell.source = "pass"
+    else:
+        nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in tests]
+    return nb
+
+
+def points_of(source) -> dict[str, float]:
+    return {
+        c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0))
+        for c in source.cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    }
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    base = tmp_path_factory.mktemp("verdicts")
+    course = base / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    sources, releases, points = {}, {}, {}
+    for assignment in (PS01, *SLOW):
+        shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment)
+        nbgrader("generate_assignment", assignment, "--force", cwd=course)
+        name = f"{assignment}.ipynb"
+        sources[assignment] = nbformat.read(course / "solutions" / assignment / name, as_version=4)
+        releases[assignment] = nbformat.read(course / "exercises" / assignment / name, as_version=4)
+        points[assignment] = points_of(sources[assignment])
+
+    hand_ins: dict[tuple[str, str], object] = {}
+    expected: dict[tuple[str, str], dict[str, float]] = {}
+
+    def hand_in(student, assignment, answers, zero=()):
+        hand_ins[(student, assignment)] = fill_in(releases[assignment], sources[assignment], answers)
+        expected[(student, assignment)] = {
+            part: 0.0 if part in zero else full for part, full in points[assignment].items()
+        }
+
+    for student in [*CLASSMATES, LOOKALIKE_VICTIM]:
+        hand_in(student, PS01, {})
+    for student, (answers, zero) in ps01_attacks().items():
+        hand_in(student, PS01, answers, zero)
+    for student, code in PS11_ATTACKS.items():
+        hand_in(student, PS11, {"gradient_by_reverse_mode": code}, {"test_gradient_by_reverse_mode"})
+    hand_in("ps03_close_shadow", PS03, {"pow_backward": PS03_CLOSE}, {"test_pow_backward"})
+    hand_in("ps04_recursion_unlimited", PS04, {"topo_sort": PS04_RECURSION}, {"test_topo_sort_deep"})
+    hand_ins[("duplicate_grade_id", PS01)] = with_duplicate_answer(releases[PS01], sources[PS01])
+    expected[("duplicate_grade_id", PS01)] = dict(points[PS01], test_forward_difference=0.0)
+    for student, keep in (("tests_replaced", True), ("tests_deleted", False)):
+        hand_ins[(student, PS01)] = with_tests(releases[PS01], sources[PS01], keep)
+        expected[(student, PS01)] = dict(points[PS01], test_forward_difference=0.0)
+
+    inbox, slow_inbox = course / "submissions", course / "submissions-slow"
+    for (student, assignment), nb in hand_ins.items():
+        folder = (slow_inbox if assignment in SLOW else inbox) / student
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, folder / f"{assignment}.ipynb")
+    for student in BAD_IDS:
+        (inbox / student).mkdir(parents=True)
+        nbformat.write(fill_in(releases[PS01], sources[PS01], {}), inbox / student / f"{PS01}.ipynb")
+    broken = broken_notebooks(releases[PS01])
+    for student, (text, _) in broken.items():
+        (inbox / student).mkdir(parents=True)
+        path = inbox / student / f"{PS01}.ipynb"
+        if text is None:
+            with path.open("wb") as sparse:  # 500 MB on paper, no disk used
+                sparse.truncate(500 * 1024**2)
+        else:
+            path.write_text(text)
+
+    os.environ["GRADER_CANARY"] = TOKEN
+    try:
+        grader = ClassGrader(
+            course,
+            timeout=5,
+            log=lambda *a: None,
+            limits=Limits(wall_seconds=20, cpu_seconds=20, memory_bytes=2 * 1024**3),
+        )
+        outcomes = grader.collect(inbox)
+        grader.grade(outcomes, jobs=2)
+        slow = ClassGrader(course, timeout=20, log=lambda *a: None, limits=Limits(wall_seconds=60, cpu_seconds=60))
+        slow_outcomes = slow.collect(slow_inbox)
+        slow.grade(slow_outcomes, jobs=2)
+        grader.results.update(slow.results)
+        outcomes += slow_outcomes
+        grader.export(outcomes=outcomes)
+    finally:
+        del os.environ["GRADER_CANARY"]
+    if os.environ.get("HOSTILE_VERDICTS_DUMP"):  # what each hand-in got, for whoever debugs this
+        dump = {
+            f"{o.student}/{o.assignment}": {
+                "status": o.status,
+                "notes": o.notes,
+                "parts": [
+                    [r.grade_id, r.points, r.message, r.notes]
+                    for r in grader.results.get((o.student, o.assignment), [])
+                ],
+            }
+            for o in outcomes
+        }
+        Path(os.environ["HOSTILE_VERDICTS_DUMP"]).write_text(json.dumps(dump, indent=1))
+    yield {
+        "course": course,
+        "grader": grader,
+        "outcomes": {(o.student, o.assignment): o for o in outcomes},
+        "expected": expected,
+        "broken": broken,
+        "sources": sources,
+        "inbox": inbox,
+    }
+
+
+def fair_check(verdicts, students):
+    wrong = {}
+    for key, want in verdicts["expected"].items():
+        if key[0] not in students:
+            continue
+        out = verdicts["outcomes"][key]
+        if out.status != "graded":
+            wrong[key] = (out.status, out.notes[:1])
+            continue
+        got = {r.grade_id: r.points for r in verdicts["grader"].results[key]}
+        if got != want:
+            wrong[key] = {part: (got[part], want[part]) for part in want if got[part] != want[part]}
+    assert not wrong, f"(got, fair) per part: {wrong}"
+
+
+def test_classmates_graded_beside_the_attacks_get_full_points(verdicts):
+    fair_check(verdicts, CLASSMATES)
+
+
+@pytest.mark.parametrize("student", ["forge_patch_runner", "forge_fd_writes", "forge_gc_frames_ctypes"])
+def test_forged_verdicts_gain_nothing(verdicts, student):
+    fair_check(verdicts, [student])
+
+
+@pytest.mark.parametrize(
+    "student",
+    [
+        "rig_object",
+        "rig_ndarray_subclass",
+        "rig_float_subclass",
+        "rig_claims_course_lib",
+        "rig_huge_return",
+        "rig_deep_return",
+        "rig_repr_bomb",
+    ],
+)
+def test_rigged_return_values_gain_nothing(verdicts, student):
+    fair_check(verdicts, [student])
+
+
+@pytest.mark.parametrize("student", sorted(REFERENCE_ATTACKS))
+def test_captured_references_gain_nothing(verdicts, student):
+    fair_check(verdicts, [student])
+
+
+@pytest.mark.parametrize("student", [*sorted(PS11_ATTACKS), "ps03_close_shadow", "ps04_recursion_unlimited"])
+def test_shadowed_test_helpers_gain_nothing(verdicts, student):
+    fair_check(verdicts, [student])
+
+
+def test_builtins_defined_by_the_student_gain_nothing(verdicts):
+    fair_check(verdicts, ["shadow_builtins"])
+
+
+def test_raw_requests_reach_nothing_of_the_judge(verdicts):
+    fair_check(verdicts, ["raw_requests_to_judge"])
+    results = verdicts["grader"].results[("raw_requests_to_judge", PS01)]
+    assert not any("status 42" in r.message for r in results), [r.message for r in results]
+
+
+def test_nothing_secret_inside_the_sandbox(verdicts):
+    """The snooping hand-in is honest; it ends its process (status 43) if it finds a hidden
+    test, a solution, the gradebook or the grader's environment anywhere it can read."""
+    fair_check(verdicts, ["snoop_everywhere"])
+    results = verdicts["grader"].results[("snoop_everywhere", PS01)]
+    assert not any("43" in r.message for r in results), [r.message for r in results]
+
+
+@pytest.mark.parametrize("student", sorted(HOGS))
+def test_hogs_cost_only_their_own_part(verdicts, student):
+    fair_check(verdicts, [student])
+
+
+def test_every_graded_hand_in_has_its_feedback_page(verdicts):
+    """Even when the student's error message cannot be encoded (surrogate_message)."""
+    fair_check(verdicts, ["surrogate_message"])
+    course = verdicts["course"]
+    missing = []
+    for key, out in verdicts["outcomes"].items():
+        page = course / "feedback" / key[0] / key[1] / f"{key[1]}.html"
+        if out.status == "graded" and (not page.is_file() or "Score:" not in page.read_text(errors="replace")):
+            missing.append(key)
+    assert not missing, missing
+
+
+def test_the_callers_array_is_checked_not_a_copy(verdicts):
+    fair_check(verdicts, ["writes_to_x"])
+
+
+def test_notebooks_with_edited_cells_are_graded_on_their_answers(verdicts):
+    fair_check(verdicts, ["duplicate_grade_id", "tests_replaced", "tests_deleted"])
+
+
+def test_broken_notebooks_are_listed_for_a_human_with_the_file_named(verdicts):
+    wrong = {}
+    for student, (_, status) in verdicts["broken"].items():
+        out = verdicts["outcomes"][(student, PS01)]
+        named = f"{student}/{PS01}.ipynb"
+        if out.status not in status.split("|") or not out.notes or named not in out.notes[0]:
+            wrong[student] = (out.status, out.notes[:1])
+    assert not wrong, wrong
+
+
+def test_bad_student_ids_are_listed_for_a_human(verdicts):
+    wrong = {}
+    for student, status in BAD_IDS.items():
+        out = verdicts["outcomes"][(student, PS01)]
+        if out.status != status:
+            wrong[student] = (out.status, out.notes[:1])
+    assert not wrong, wrong
+    assert verdicts["outcomes"][("carol", PS01)].status in ("graded", "invalid-id")
+
+
+def test_everyone_else_is_graded(verdicts):
+    problems = set(verdicts["broken"]) | set(BAD_IDS)
+    wrong = {
+        key: (out.status, out.notes[:1])
+        for key, out in verdicts["outcomes"].items()
+        if key[0] not in problems and key[0] != "carol" and out.status != "graded"
+    }
+    assert not wrong, wrong
+
+
+def _unformula(cell: str) -> str:
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
+def test_grade_table_has_one_row_per_hand_in_and_no_injected_rows(verdicts):
+    with open(verdicts["course"] / "grades.csv", newline="") as table:
+        rows = list(csv.DictReader(table))
+    keys = [(_unformula(r["student_id"]), r["assignment"]) for r in rows]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+    # every hand-in has its row; any other row is a student of the class with no hand-in there
+    assert set(verdicts["outcomes"]) <= set(keys), set(verdicts["outcomes"]) - set(keys)
+    assert {s for s, _ in keys} == {s for s, _ in verdicts["outcomes"]}, {s for s, _ in keys} ^ {
+        s for s, _ in verdicts["outcomes"]
+    }
+    assert {a for _, a in keys} == {PS01, *SLOW}
+    for row in rows:
+        assert row["student_id"][:1] not in ("=", "+", "-", "@"), row
+        assert None not in row, row  # no extra columns
+
+
+def test_no_hidden_test_or_solution_or_canary_in_feedback(verdicts):
+    course = verdicts["course"]
+    texts = [p.read_text(errors="replace") for p in (course / "feedback").rglob("*.html")]
+    for path in (course / "autograded").rglob("*.ipynb"):
+        texts += [
+            out.get("text", "") for cell in nbformat.read(path, as_version=4).cells for out in cell.get("outputs", [])
+        ]
+    texts += [n for o in verdicts["outcomes"].values() for n in o.notes]
+    shown = "\n".join(texts + [(course / "grades.csv").read_text()])
+    assert TOKEN not in shown
+    for assignment, source in verdicts["sources"].items():
+        leaked = [line for line in secret_lines(source) if line in shown]
+        assert not leaked, (assignment, leaked[:5])
+    assert str(course) not in shown
