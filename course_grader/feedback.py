@@ -22,6 +22,7 @@ class Redactor:
         self.paths = sorted({str(p) for p in paths if str(p) not in ("", "/")}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
+        text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate becomes "?"
         lines: list[str] = []
         for line in text[: MAX_CHARS * 4].splitlines():
             squeezed = " ".join(line.split())
@@ -68,5 +69,7 @@ def write_html(path: Path, student: str, assignment: str, results, problem: str 
         f"<title>{html.escape(assignment)}: {html.escape(student)}</title>"
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}td{vertical-align:top;padding:.3em}"
         ".pass td:nth-child(2){color:#060}.fail td:nth-child(2){color:#a00}pre{white-space:pre-wrap}</style>"
-        f"</head><body><h1>{html.escape(assignment)}</h1><p>Student: {html.escape(student)}</p>{body}</body></html>"
+        f"</head><body><h1>{html.escape(assignment)}</h1><p>Student: {html.escape(student)}</p>{body}</body></html>",
+        encoding="utf-8",
+        errors="replace",
     )

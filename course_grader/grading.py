@@ -162,6 +162,10 @@ class ClassGrader:
                 f"{shown}: no assignment called '{out.assignment}' in exercises/; rename the file to <assignment>.ipynb"
             )
             return
+        if path.is_symlink() or not path.is_file():
+            out.status = "malformed"
+            out.notes.append(f"{shown} is not a regular file (a link or a device); ask for the notebook itself")
+            return
         size = path.stat().st_size
         if size > self.max_bytes:
             out.status = "too-large"

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from course_grader.parts import Part, parts
+from course_grader.parts import Part, answer_names, notebook_classes, parts
 from course_grader.protocol import JudgeJob
 from course_grader.sandbox import Sandbox
 
@@ -42,8 +42,12 @@ class GradingFailed(RuntimeError):
 GRADER_ROOT = Path(__file__).resolve().parent.parent
 
 
-def judge_job(part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path) -> JudgeJob:
+def judge_job(
+    source_nb, part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path
+) -> JudgeJob:
     return {
+        "names": sorted(answer_names(source_nb)),
+        "classes": sorted(notebook_classes(source_nb)),
         "parts": [
             {
                 "grade_id": p.grade_id,
@@ -84,9 +88,9 @@ def grade_hand_in(
         scratch = Path(work) / "parts"
         scratch.mkdir()
         os.chmod(work, 0o755)
-        job = judge_job(part_list, sandbox, cell_timeout, files, scratch)
+        job = judge_job(source_nb, part_list, sandbox, cell_timeout, files, scratch)
         # The judge's whole budget: every part's cells and test, with room to start processes.
-        budget = sum(cell_timeout * (len(p.cells) + 3) + 10 for p in part_list) + 30
+        budget = sum(cell_timeout * (len(p.cells) + 6) + 30 for p in part_list) + 60
         with tempfile.TemporaryFile() as errors:
             try:
                 proc = subprocess.run(

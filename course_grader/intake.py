@@ -38,16 +38,25 @@ def id_problem(student: str) -> str | None:
     return None
 
 
+# Letters of other scripts that look like Latin ones (the common part of Unicode's confusables
+# for Cyrillic and Greek): an id is compared with the others as it looks, not as it is coded.
+LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁԛԝһӏԌАВЕКМНОРСТХІЈЅԜУοαντικρεηχυοΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdqwhlGABEKMHOPCTXIJSWYoavtikpenxuoABEZHIKMNOPTYX",
+)
+
+
 def skeleton(student: str) -> str:
-    """What an id looks like: compatibility forms folded, case ignored."""
-    return unicodedata.normalize("NFKC", student).casefold()
+    """What an id looks like: compatibility forms folded, look-alike letters mapped to Latin
+    ones, case ignored."""
+    return unicodedata.normalize("NFKC", student).translate(LOOKALIKES).casefold()
 
 
 def id_problems(students: Iterable[str]) -> dict[str, str]:
     """Every id that is invalid, or that looks like another id of the class (``Alice`` and
     ``alice``, ``ａｌｉｃｅ`` and ``alice``): a human decides who is who."""
     problems = {s: f"the student id {s!r} {p}" for s in students if (p := id_problem(s))}
-    looks: dict[str, list[str]] = defaultdict(list)
+    looks: dict[str, list[str]] = defaultdict(list)  # ids that look the same
     for student in students:
         looks[skeleton(student)].append(student)
     for group in looks.values():

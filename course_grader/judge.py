@@ -24,6 +24,7 @@ job arrives on stdin, the results leave on stdout (JSON).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import json
@@ -195,6 +196,9 @@ class Remote:
 
 
 METHODS: set[tuple[str, str]] = set()  # (class, name): the attributes that are methods
+ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
+ARITHMETIC: set[str] = set()  # the notebook's classes: their operators run in the student's process
+SERVING = [0]  # > 0 while the judge runs a function the student's code called
 
 
 class RemoteMethod:
@@ -216,9 +220,35 @@ class RemoteMethod:
         return f"<method {self.name} of {self.owner!r}>"
 
 
+def _operates_there(remote: Remote) -> bool:
+    """Whether an operator on ``remote`` runs in the student's process: for objects of the
+    notebook's own classes (a dual number, a Value), and for anything while the student's
+    code is being served (a function to differentiate builds on its arguments). Otherwise
+    the object is first turned into plain numbers, so a test's ``abs(result - expected)``
+    never asks the student's object for the answer."""
+    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__kind") in ARITHMETIC
+
+
+def _numbers(remote: Remote) -> Any:
+    value = remote._Remote__convert("array")
+    return value[()] if value.ndim == 0 else value
+
+
 def _binary(name: str, reflected: bool):
     def method(self: Remote, other: Any) -> Any:
-        return self._Remote__ask("binop", name=name, other=grant(other), reflected=reflected)
+        if _operates_there(self):
+            return self._Remote__ask("binop", name=name, other=grant(other), reflected=reflected)
+        function, mine = getattr(operator, name), _numbers(self)
+        return function(other, mine) if reflected else function(mine, other)
+
+    return method
+
+
+def _unary(name: str):
+    def method(self: Remote) -> Any:
+        if _operates_there(self):
+            return self._Remote__ask("unary", name=name)
+        return getattr(operator, name)(_numbers(self))
 
     return method
 
@@ -228,7 +258,7 @@ for _name in BINARY:
     setattr(Remote, f"__{_dunder}__", _binary(_name, False))
     setattr(Remote, f"__r{_dunder}__", _binary(_name, True))
 for _name in UNARY:
-    setattr(Remote, f"__{_name}__", lambda self, _n=_name: self._Remote__ask("unary", name=_n))
+    setattr(Remote, f"__{_name}__", _unary(_name))
 
 
 class JudgeCodec(Codec):
@@ -284,6 +314,14 @@ class ReadOnly(Exception):
 
 def serve(message: dict) -> Any:
     """A request of the student's process on one of the judge's objects."""
+    SERVING[0] += 1
+    try:
+        return _serve(message)
+    finally:
+        SERVING[0] -= 1
+
+
+def _serve(message: dict) -> Any:
     codec = CHANNEL.codec
     assert isinstance(codec, JudgeCodec)
     op = message.get("op")
@@ -448,7 +486,8 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
     quiet = io.StringIO()
     os.chdir(scratch)
     theirs = {str(name): CHANNEL.codec.decode(data) for name, data in names.items()}
-    namespace.update(theirs)  # for set-up cells that use an answer (they run after it)
+    answers = {k: v for k, v in theirs.items() if k in ANSWER_NAMES and not hasattr(builtins, k)}
+    namespace.update(answers)  # set-up cells that run after an answer may use it
     for cell in part["setup"]:
         run_trusted(cell["source"], f"<set-up {cell['name']}>", namespace, quiet)
     codec = CHANNEL.codec
@@ -459,10 +498,10 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         if isinstance(value, types.FunctionType) and value.__code__.co_filename.startswith("<set-up ")
     }
     for name, value in theirs.items():
-        # The test's own helpers (the set-up cells' functions and data) stay the test's, whatever
-        # the student's cells rebound; the set-up cells' classes, which answers extend, and every
-        # other name the student's cells defined, stand for the student's objects.
-        if _notebook_class(namespace[name]):
+        # A test takes from the student only what the solution's answers define (so a student's
+        # `abs` or `isinstance` is never the test's) and the set-up cells' classes the answers
+        # extend; the test's own helpers (the set-up cells' functions and data) stay its own.
+        if name in answers or _notebook_class(namespace.get(name)):
             namespace[name] = value
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
@@ -545,6 +584,8 @@ _MISSING = object()
 
 def main() -> None:
     job: JudgeJob = json.loads(sys.stdin.buffer.read())
+    ANSWER_NAMES.update(job["names"])
+    ARITHMETIC.update(job["classes"])
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=job.get("rules", []), slot=job.get("slot", 0))
     results = []

@@ -8,6 +8,7 @@ are taken, so a student who edits or deletes a test, or a set-up cell, changes n
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -67,6 +68,44 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
         first = next(iter(blocks))
         blocks[first] = leading + blocks[first]
     return blocks
+
+
+def bound_names(sources: list[str]) -> set[str]:
+    """The top-level names these cells bind (definitions, assignments, imports)."""
+    names: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def notebook_classes(source_nb) -> set[str]:
+    """The classes the instructor's notebook defines (set-up and answer cells), as the runner
+    names them: the student's objects whose arithmetic a test may use."""
+    names = set()
+    for cell in source_nb.cells:
+        if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                continue
+            names |= {f"__main__.{n.name}" for n in tree.body if isinstance(n, ast.ClassDef)}
+    return names
+
+
+def answer_names(source_nb) -> set[str]:
+    """The names the solution's answer cells bind: all a test may take from the student."""
+    return bound_names([c.source for c in source_nb.cells if nbgrader_meta(c).get("solution")])
 
 
 def parts(source_nb, hand_in) -> list[Part]:

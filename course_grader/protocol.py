@@ -110,6 +110,8 @@ class JudgeJob(TypedDict):
     cell_timeout: float
     files: str  # the released data files and the hand-in
     scratch: str  # a folder for the parts' working folders
+    names: list[str]  # what the solution's answer cells bind: all a test takes from the student
+    classes: list[str]  # the notebook's classes, whose arithmetic tests may use
 
 
 class CellOutcome(TypedDict, total=False):
@@ -353,9 +355,10 @@ def _array(body: Any) -> np.ndarray:
     dtype = np.dtype(ARRAY_DTYPES[code])
     if len(raw) != size * dtype.itemsize:
         raise ProtocolError("an array whose data does not fit its shape")
-    array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    array.flags.writeable = bool(writeable)
-    return array
+    if writeable:
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    # Over immutable bytes: no one can make it writeable again (setflags(write=True) fails).
+    return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
 Handler = Callable[[dict], Any]

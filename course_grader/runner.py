@@ -141,6 +141,7 @@ def encode(value: Any) -> Any:
 
 
 NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+SET_RECURSION_LIMIT = sys.setrecursionlimit
 SETUP: dict[str, Any] = {}  # what the set-up cells bound, as they bound it
 
 
@@ -159,7 +160,7 @@ def serve(message: dict) -> Any:
     """One request of the judge on the notebook's objects."""
     op = message.get("op")
     decode = JUDGE.codec.decode
-    sys.setrecursionlimit(1000)
+    SET_RECURSION_LIMIT(1000)  # the interpreter's own, whatever answer code did to sys
     if op == "global":
         name = str(message.get("name"))
         if name not in NAMESPACE:
