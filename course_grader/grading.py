@@ -311,7 +311,7 @@ class ClassGrader:
         except GradingFailed as error:
             out.status = "failed"
             out.notes.append(
-                f"the grading machinery failed on this hand-in ({error}); nothing was scored: grade it by hand"
+                redact(f"the grading machinery failed on this hand-in ({error}); nothing was scored: grade it by hand")
             )
             return out, None, None
         except Exception as error:  # noqa: BLE001 - a notebook the grader cannot process is reported

@@ -118,6 +118,8 @@ def grade_hand_in(
         except ValueError:
             last = trace.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
             raise GradingFailed(f"the judge failed ({last[0][:300]})") from None
+    if failed := [v["machinery"] for v in verdicts if v.get("machinery")]:
+        raise GradingFailed(failed[0])
     return [_result(part, verdict) for part, verdict in zip(part_list, verdicts, strict=True)]
 
 
@@ -133,8 +135,6 @@ def _result(part: Part, verdict: dict) -> PartResult:
 
 def _failure(verdict: dict) -> str:
     error, message = verdict.get("error") or "Error", str(verdict.get("message", "")).strip()
-    if verdict.get("phase") == "set-up":
-        return message
     if error == "AssertionError" and verdict.get("in_test_code"):
         return message or "a check of the test failed"
     return f"{error}: {message}" if message else error

@@ -118,10 +118,10 @@ class Remote:
         return self.__ask("call", args=grant(list(args)), kwargs=grant(kwargs))
 
     def __getitem__(self, key: Any) -> Any:
-        return self.__ask("getitem", key=grant(key))
+        return self.__ask("getitem", key=send(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self.__ask("setitem", key=grant(key), value=grant(value))
+        self.__ask("setitem", key=send(key), value=grant(value))
 
     def __len__(self) -> int:
         return operator.index(self.__ask("len"))
@@ -130,10 +130,10 @@ class Remote:
         return iter(self.__ask("iter"))
 
     def __contains__(self, item: Any) -> bool:
-        return self.__ask("contains", item=grant(item)) is True
+        return self.__ask("contains", item=send(item)) is True
 
     def __instancecheck__(self, obj: Any) -> bool:
-        return self.__ask("isinstance", item=grant(obj)) is True
+        return self.__ask("isinstance", item=send(obj)) is True
 
     def __convert(self, to: str) -> Any:
         value = self.__ask("convert", to=to)
@@ -237,7 +237,7 @@ def _numbers(remote: Remote) -> Any:
 def _binary(name: str, reflected: bool):
     def method(self: Remote, other: Any) -> Any:
         if _operates_there(self):
-            return self._Remote__ask("binop", name=name, other=grant(other), reflected=reflected)
+            return self._Remote__ask("binop", name=name, other=send(other), reflected=reflected)
         function, mine = getattr(operator, name), _numbers(self)
         return function(other, mine) if reflected else function(mine, other)
 
@@ -290,6 +290,11 @@ class JudgeCodec(Codec):
             # ran the same cells, and the function works on its objects (counts its operations).
             return {"$fn": name}
         return super().encode(value, depth)
+
+
+def send(value: Any) -> Any:
+    """``value`` encoded for a request: the judge's objects in it are read-only handles."""
+    return CHANNEL.codec.encode(value)
 
 
 def grant(value: Any) -> Any:
@@ -377,6 +382,7 @@ class Verdict:
     crashed_cell: str = ""  # a student's cell during which the process ended
     timed_out_cells: list[str] = field(default_factory=list)
     process_end: str = ""  # why the student's process ended, when it did
+    machinery: str = ""  # the grading machinery failed (the student's code never ran): for a human
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
@@ -414,6 +420,7 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
     CHANNEL = Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve)
     cells: list[Cell] = part["cells"]
     running = None
+    student_ran = False
     try:
         CHANNEL.send(
             {
@@ -430,15 +437,14 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
                 event = CHANNEL.receive()
                 kind = event.get("event")
                 if kind == CELL_START:
-                    running = str(event.get("cell"))
+                    running, student_ran = str(event.get("cell")), True
                 elif kind == CELL_END:
                     running = None
                     _cell_note(event, verdict)
-                elif kind == SETUP_FAILED:
-                    verdict.phase = "set-up"
-                    verdict.message = (
-                        f"the assignment's own set-up cell '{event.get('cell')}' failed "
-                        f"({event.get('error')}): not your fault, tell the instructor"
+                elif kind == SETUP_FAILED:  # before the student's code: the grading set-up is broken
+                    verdict.machinery = (
+                        f"the assignment's own set-up cell '{clip(str(event.get('cell')), 80)}' failed in the "
+                        f"sandbox ({clip(str(event.get('error')), 80)}: {clip(str(event.get('message')), 200)})"
                     )
                     return verdict
                 elif kind == READY:
@@ -455,8 +461,10 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
         if running is not None:
             verdict.crashed_cell = running
             verdict.process_end = end.describe(f"your cell '{running}'", sandbox)
-        elif isinstance(error, ProtocolError) and not end.killed:
-            verdict.process_end = f"your code answered the grader with something it cannot read ({error})"
+        elif not student_ran and not isinstance(error, CellTimeout):
+            # Nothing of the student's ran: the sandbox or the notebook's own set-up broke.
+            first = end.stderr.decode("utf-8", "replace").strip().splitlines()[:1]
+            verdict.machinery = f"the sandbox ended before the student's code ran ({first[0] if first else error})"
         elif isinstance(error, ProtocolError):
             verdict.process_end = f"your code answered the grader with something it cannot read ({error})"
         else:
