@@ -12,6 +12,7 @@ one computing the same numbers (bit for bit: no pass reorders or changes a float
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,27 +48,27 @@ def _noop_argument(e: Equation) -> Atom | None:
     return None
 
 
-def _substituted(program: Program, equations: list[Equation], replace: dict[int, Atom]) -> Program:
+def _substituted(program: Program, equations: list[Equation], same_as: dict[int, Atom]) -> Program:
     def sub(x: Atom) -> Atom:
-        return replace.get(id(x), x)
+        return same_as.get(id(x), x)
 
     for e in equations:
         e.args = [sub(a) for a in e.args]
-    return Program(program.inputs, equations, [sub(o) for o in program.outputs])
+    return replace(program, equations=equations, outputs=[sub(o) for o in program.outputs])
 
 
 def remove_noops(program: Program) -> Program:
     """Drop the equations that return an argument unchanged, using that argument instead."""
-    replace: dict[int, Atom] = {}
+    same_as: dict[int, Atom] = {}
     kept = []
     for e in program.equations:
-        e = Equation(e.op, [replace.get(id(a), a) for a in e.args], e.params, e.out)
+        e = Equation(e.op, [same_as.get(id(a), a) for a in e.args], e.params, e.out)
         same = _noop_argument(e)
         if same is None:
             kept.append(e)
         else:
-            replace[id(e.out)] = same
-    return _substituted(program, kept, replace)
+            same_as[id(e.out)] = same
+    return _substituted(program, kept, same_as)
 
 
 def _key(x: Any) -> Any:
@@ -86,17 +87,17 @@ def _key(x: Any) -> Any:
 def eliminate_common_subexpressions(program: Program) -> Program:
     """Compute each distinct ``op(args; params)`` once (later copies use the first result)."""
     seen: dict[Any, Var] = {}
-    replace: dict[int, Atom] = {}
+    same_as: dict[int, Atom] = {}
     kept = []
     for e in program.equations:
-        e = Equation(e.op, [replace.get(id(a), a) for a in e.args], e.params, e.out)
+        e = Equation(e.op, [same_as.get(id(a), a) for a in e.args], e.params, e.out)
         key = (e.op, _key(e.args), _key(e.params))
         if key in seen:
-            replace[id(e.out)] = seen[key]
+            same_as[id(e.out)] = seen[key]
         else:
             seen[key] = e.out
             kept.append(e)
-    return _substituted(program, kept, replace)
+    return _substituted(program, kept, same_as)
 
 
 def eliminate_dead_code(program: Program) -> Program:
@@ -107,7 +108,7 @@ def eliminate_dead_code(program: Program) -> Program:
         if id(e.out) in live:
             kept.append(e)
             live.update(id(a) for a in e.args)
-    return Program(program.inputs, kept[::-1], program.outputs)
+    return replace(program, equations=kept[::-1])
 
 
 def simplify(program: Program) -> Program:

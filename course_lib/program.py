@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,11 +51,16 @@ class Equation:
 
 @dataclass(eq=False)
 class Program:
-    """Inputs, equations in the order they run, outputs (variables or constants)."""
+    """Inputs, equations in the order they run, outputs (variables or constants).
+
+    ``captured`` are values of an enclosing trace that the function closed over (a
+    ``vmap`` inside ``jit``): they are the last ``len(captured)`` inputs.
+    """
 
     inputs: list[Var]
     equations: list[Equation]
     outputs: list[Atom]
+    captured: list[Any] = field(default_factory=list)
 
     def __str__(self) -> str:
         return show(self)

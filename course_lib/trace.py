@@ -119,15 +119,17 @@ class Trace:
 
     def __init__(self) -> None:
         self.tracers: list[Tensor] = []
+        self.ids: set[int] = set()
 
     def new_input(self, value: Any) -> Tracer:
-        x = Tensor(value, requires_grad=True)
+        x = Tensor(value._data if isinstance(value, Tensor) else value, requires_grad=True)
         return self.adopt(x)  # type: ignore[return-value]
 
     def adopt(self, node: Tensor) -> Tensor:
         """Make ``node`` a Tracer of this trace (called by ``record`` for every node)."""
         node.__class__ = Tracer
         self.tracers.append(node)
+        self.ids.add(id(node))
         return node
 
     def constant(self, op: str, parents: tuple[Tensor, ...]) -> None:
@@ -215,28 +217,35 @@ def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset
                 "be drawn once and repeated at every call. Draw them outside the function and pass them in"
             )
         out_leaves, out_structure = flatten(result)
-        return _read_program(inputs, out_leaves), out_structure
+        return _read_program(inputs, out_leaves, t.ids), out_structure
     finally:
         _tracing.reset(token)
         t.finish()
 
 
-def _read_program(inputs: list[Tensor], outputs: list[Any]) -> Program:
-    """The program computing ``outputs`` from ``inputs``, read off the recorded graph."""
+def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> Program:
+    """The program computing ``outputs`` from ``inputs``, read off the recorded graph
+    (``ours``: the ids of the trace's Tracers; those of an enclosing trace are captured)."""
     atoms: dict[int, Atom] = {}
     for x in inputs:
         atoms[id(x)] = Var(x.shape)
     equations: list[Equation] = []
+    captured: list[Tensor] = []
 
     def atom(t: Tensor) -> Atom:
         if id(t) not in atoms:
-            atoms[id(t)] = t._data if type(t) is not Tracer else Var(t.shape)
+            if type(t) is not Tracer:
+                atoms[id(t)] = t._data
+            else:
+                atoms[id(t)] = Var(t.shape)
+                if id(t) not in ours:
+                    captured.append(t)
         return atoms[id(t)]
 
     # Post-order over the traced nodes (iterative: a long simulation loop makes a deep graph).
     done: set[int] = {id(x) for x in inputs}
     for root in outputs:
-        if type(root) is not Tracer:
+        if id(root) not in ours:
             continue
         stack: list[tuple[Tensor, bool]] = [(root, False)]
         while stack:
@@ -249,9 +258,10 @@ def _read_program(inputs: list[Tensor], outputs: list[Any]) -> Program:
                 equations.append(Equation(node._op, [atom(p) for p in node._parents], params, atom(node)))  # type: ignore[arg-type]
                 continue
             stack.append((node, True))
-            stack.extend((p, False) for p in reversed(node._parents) if type(p) is Tracer and id(p) not in done)
+            stack.extend((p, False) for p in reversed(node._parents) if id(p) in ours and id(p) not in done)
     outs = [atom(o) if isinstance(o, Tensor) else np.asarray(o, dtype=np.float64) for o in outputs]
-    return Program([atoms[id(x)] for x in inputs], equations, outs)  # type: ignore[misc]
+    inputs_vars = [atoms[id(x)] for x in inputs] + [atoms[id(c)] for c in captured]
+    return Program(inputs_vars, equations, outs, captured)  # type: ignore[arg-type]
 
 
 def make_program(f: Callable[..., Any], *args: Any) -> Program:
