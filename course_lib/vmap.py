@@ -99,7 +99,7 @@ BATCHING: dict[str, Rule] = {
     **dict.fromkeys(("sum", "mean", "max"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),) + e.params[1:])),
     **dict.fromkeys(("softmax", "log_softmax"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),))),
     "reshape": lambda a, b, e, n: a[0].reshape((n,) + e.params[0]),
-    "transpose": lambda a, b, e, n: a[0].transpose((0,) + tuple(i + 1 for i in e.params[0])),
+    "transpose": lambda a, b, e, n: a[0].transpose(0, *(i + 1 for i in e.params[0])),
     "broadcast_to": lambda a, b, e, n: _aligned(a, b, e)[0].broadcast_to((n,) + e.params[0]),
     "getitem": _indexed,
     "scatter_add": _indexed,
