@@ -13,6 +13,7 @@ for the purpose.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,11 @@ def _mask(condition: np.ndarray) -> Tensor:
     return record("", condition.astype(np.float64), ())
 
 
+def _linear_jvp(op: str, p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
+    """A linear op's JVP: the op itself, applied to the tangents."""
+    return call_op(op, t, params)
+
+
 def _max_jvp(p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
     axis, keepdims = params
     hits = p[0]._data == p[0]._data.max(axis=axis, keepdims=True)
@@ -46,7 +52,7 @@ LINEAR = (
 linear in each argument alone: a linear program feeds a tangent to one and a constant to the other)."""
 
 JVP: dict[str, Jvp] = {
-    **{op: (lambda p, t, out, params, op=op: call_op(op, t, params)) for op in LINEAR},
+    **{op: partial(_linear_jvp, op) for op in LINEAR},
     "mul": lambda p, t, out, params: t[0] * p[1] + p[0] * t[1],
     "div": lambda p, t, out, params: t[0] / p[1] - t[1] * out / p[1],
     "pow": lambda p, t, out, params: t[0] * p[1] * p[0] ** (p[1] - 1.0) + t[1] * out * p[0].log(),
