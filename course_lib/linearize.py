@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.program import Atom, Program, Var, call_op, evaluate
+from course_lib.program import SHAPE_PARAMS, Atom, Program, Var, call_op, evaluate
 from course_lib.tensor import OPS, Tensor, no_grad, record
 from course_lib.trace import make_program
 
@@ -120,7 +120,8 @@ def _pulled(cotangents: list[Tensor], linear: Program) -> list[Tensor]:
         out._parents = tuple(args)  # the matmul rule reads its arguments' shapes from the output's node
         for i, a in enumerate(e.args):
             if isinstance(a, Var):
-                contribution = OPS[e.op].rules[i](ct, out, *args, *e.params)
+                params = () if e.op in SHAPE_PARAMS else e.params
+                contribution = OPS[e.op].rules[i](ct, out, *args, *params)
                 cts[id(a)] = contribution if id(a) not in cts else cts[id(a)] + contribution
     return [cts.get(id(v), record("", np.zeros(v.shape), ())) for v in linear.inputs]
 

@@ -21,7 +21,11 @@ import numpy as np
 
 from course_lib.tensor import OPS, Tensor, no_grad, record
 
-__all__ = ["Var", "Equation", "Program", "evaluate", "call_op"]
+__all__ = ["Var", "Equation", "Program", "evaluate", "call_op", "SHAPE_PARAMS"]
+
+SHAPE_PARAMS = ("reshape", "broadcast_to")
+"""Ops whose eager node records no parameter (the new shape is the node's own shape): an
+equation keeps the shape as its parameter, and their VJP rules take none."""
 
 
 @dataclass(eq=False)

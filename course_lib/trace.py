@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.program import Atom, Equation, Program, Var
+from course_lib.program import SHAPE_PARAMS, Atom, Equation, Program, Var
 from course_lib.tensor import Tensor
 from course_lib.tensor.grad_mode import _tracing
 
@@ -254,7 +254,7 @@ def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> P
                 continue
             if expanded:
                 done.add(id(node))
-                params = (node.shape,) if node._op in ("reshape", "broadcast_to") else node._params
+                params = (node.shape,) if node._op in SHAPE_PARAMS else node._params
                 equations.append(Equation(node._op, [atom(p) for p in node._parents], params, atom(node)))  # type: ignore[arg-type]
                 continue
             stack.append((node, True))

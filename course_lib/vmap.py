@@ -78,7 +78,7 @@ def _indexed(args: list[Tensor], batched: list[bool], e: Equation, size: int) ->
     """getitem and scatter_add with the index applied to every example at once, when NumPy's
     indexing keeps the batch axis first; example by example otherwise."""
     index = e.params[0] if isinstance(e.params[0], tuple) else (e.params[0],)
-    params = ((slice(None),) + index,) + ((size,) + e.params[1],) * (e.op == "scatter_add")
+    params = ((slice(None),) + index,) + (((size,) + e.params[1],) if e.op == "scatter_add" else ())
     try:
         out = call_op(e.op, args, params)
     except (IndexError, ValueError):
@@ -171,10 +171,12 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
                 if axis is not None:
                     x = _moved(x, axis, 0) if axis % x.ndim else x
                     sizes.add(x.shape[0])
-                example.append(x._data[0] if axis is not None else x._data)
+                example.append(np.asarray(x._data[0]) if axis is not None else x._data)
                 inputs.append(x)
                 flags.append(axis is not None)
             examples.append(unflatten(structure, example))
+        if not sizes:
+            raise ValueError("vmap needs at least one batched argument (an in_axes entry that is not None)")
         if len(sizes) != 1:
             raise ValueError(f"vmap needs one batch size for all batched arguments, got sizes {sorted(sizes)}")
         program, structure = trace(f, tuple(examples))
