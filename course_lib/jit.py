@@ -17,7 +17,7 @@ import numpy as np
 from course_lib.passes import simplify
 from course_lib.program import Atom, Equation, Program, Var, show
 from course_lib.tensor import Tensor, record
-from course_lib.trace import Tracer, flatten, is_traced, trace, unflatten
+from course_lib.trace import Tracer, trace, unflatten
 
 __all__ = ["jit", "Jitted", "compile_program", "NUMPY"]
 
@@ -25,12 +25,27 @@ Emit = Callable[[str, list[str], Equation, Callable[[Any], str]], list[str]]
 """A NumPy rule: ``rule(out, args, equation, literal) -> lines`` assigning ``out``."""
 
 
-def _unary(fn: str) -> Emit:
-    return lambda out, a, e, lit: [f"{out} = {fn}({a[0]})"]
+UFUNCS = {
+    "add": "np.add",
+    "sub": "np.subtract",
+    "mul": "np.multiply",
+    "div": "np.divide",
+    "pow": "np.power",
+    "neg": "np.negative",
+    "exp": "np.exp",
+    "log": "np.log",
+    "sin": "np.sin",
+    "cos": "np.cos",
+    "tanh": "np.tanh",
+    "sqrt": "np.sqrt",
+    "abs": "np.abs",
+    "sign": "np.sign",
+}
+"""The ops that are one NumPy ufunc call: their result may be written into an argument's buffer."""
 
 
-def _binary(fn: str) -> Emit:
-    return lambda out, a, e, lit: [f"{out} = {fn}({a[0]}, {a[1]})"]
+def _ufunc(fn: str) -> Emit:
+    return lambda out, a, e, lit: [f"{out} = {fn}({', '.join(a)})"]
 
 
 def _reduce(fn: str) -> Emit:
@@ -69,24 +84,11 @@ def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str])
 
 
 NUMPY: dict[str, Emit] = {
-    "add": _binary("np.add"),
-    "sub": _binary("np.subtract"),
-    "mul": _binary("np.multiply"),
-    "div": _binary("np.divide"),
-    "pow": _binary("np.power"),
-    "matmul": _binary("np.matmul"),
+    **{op: _ufunc(fn) for op, fn in UFUNCS.items()},
+    "matmul": lambda out, a, e, lit: [f"{out} = np.matmul({a[0]}, {a[1]})"],
     "affine": _affine,
-    "neg": _unary("np.negative"),
-    "exp": _unary("np.exp"),
-    "log": _unary("np.log"),
-    "sin": _unary("np.sin"),
-    "cos": _unary("np.cos"),
-    "tanh": _unary("np.tanh"),
     "sigmoid": _sigmoid,
     "relu": lambda out, a, e, lit: [f"{out} = np.maximum({a[0]}, 0.0)"],
-    "sqrt": _unary("np.sqrt"),
-    "abs": _unary("np.abs"),
-    "sign": _unary("np.sign"),
     "clip": lambda out, a, e, lit: [f"{out} = np.clip({a[0]}, {lit(e.params[0])}, {lit(e.params[1])})"],
     "where": lambda out, a, e, lit: [f"{out} = np.where({lit(e.params[0])}, {a[0]}, {a[1]})"],
     "sum": _reduce("sum"),
@@ -103,6 +105,10 @@ NUMPY: dict[str, Emit] = {
     "stack": lambda out, a, e, lit: [f"{out} = np.stack([{', '.join(a)}], axis={e.params[0]})"],
 }
 """op name -> its NumPy rule (the op's forward, as lines of Python)."""
+
+
+VIEWS = ("identity", "reshape", "transpose", "broadcast_to", "getitem")
+"""Ops whose NumPy rule may return a view of its argument."""
 
 
 def _plain(p: Any) -> bool:
@@ -132,15 +138,50 @@ def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[
         return repr(float(x)) if x.shape == () and math.isfinite(float(x)) else lit(x)
 
     lines = [f"def {name}({', '.join(v.name for v in program.inputs)}):"]
-    for e in program.equations:
+    reusable = _reusable(program)
+    for k, e in enumerate(program.equations):
         rule = NUMPY.get(e.op)
         if rule is None:
             raise NotImplementedError(f"op {e.op!r} has no NumPy rule: add one to course_lib.jit.NUMPY")
-        lines += ["    " + line for line in rule(e.out.name, [atom(a) for a in e.args], e, lit)]
-    lines.append(f"    return ({''.join(atom(o) + ', ' for o in program.outputs)})")
+        code = rule(e.out.name, [atom(a) for a in e.args], e, lit)
+        if k in reusable:  # write into a dying argument's buffer instead of allocating one
+            code[-1] = f"{code[-1][:-1]}, out={reusable[k]})"
+        lines += ["    " + line for line in code]
+    # A result that may share memory with an input array is copied: the caller may change their array later.
+    shared = {id(v) for v in program.inputs}
+    shared.update(id(e.out) for e in program.equations if e.op in VIEWS and id(e.args[0]) in shared)
+    outputs = [atom(o) + (".copy()" if id(o) in shared else "") for o in program.outputs]
+    lines.append(f"    return ({''.join(o + ', ' for o in outputs)})")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<jit {name}>", "exec"), namespace)
     return namespace[name], source
+
+
+def _reusable(program: Program) -> dict[int, str]:
+    """Equation index -> the argument whose buffer its ufunc may write into (``out=``).
+
+    The argument must hold an array this code allocated (not an input, a constant or a
+    view), of the result's shape, used by no later equation, output or live view of it.
+    """
+    equations = program.equations
+    last = {id(o): len(equations) for o in program.outputs}
+    for k, e in enumerate(equations):
+        for a in e.args:
+            last[id(a)] = max(last.get(id(a), k), k)
+    for e in reversed(equations):  # a view keeps its base alive
+        if e.op in VIEWS:
+            last[id(e.args[0])] = max(last[id(e.args[0])], last.get(id(e.out), 0))
+    owned: set[int] = set()
+    reusable = {}
+    for k, e in enumerate(equations):
+        if e.op in UFUNCS and e.out.shape:
+            for a in e.args:
+                if id(a) in owned and last[id(a)] == k and a.shape == e.out.shape:
+                    reusable[k] = a.name  # type: ignore[union-attr]
+                    break
+        if e.op not in VIEWS and e.out.shape:
+            owned.add(id(e.out))
+    return reusable
 
 
 class _Compiled:
@@ -164,6 +205,37 @@ def _static_key(x: Any) -> Any:
     return (type(x), x)
 
 
+class _Traced(Exception):
+    """Raised while reading the arguments when one is a Tracer: jit is inside another trace."""
+
+
+def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
+    """Add the signature of argument ``x`` to ``key`` and its traced arrays to ``arrays``:
+    what :func:`~course_lib.trace.flatten` and ``is_traced`` decide, in one quick pass."""
+    kind = type(x)
+    if kind is Tensor:
+        arrays.append(x._data)
+        key.append(x._data.shape)
+    elif kind is np.ndarray and x.dtype.kind == "f":
+        arrays.append(x if x.dtype == np.float64 else x.astype(np.float64))
+        key.append(x.shape)
+    elif kind is list or kind is tuple:
+        key.append((kind, len(x)))
+        for item in x:
+            _signature(item, key, arrays)
+    elif kind is dict:
+        key.append((dict, tuple(sorted(x))))
+        for name in sorted(x):
+            _signature(x[name], key, arrays)
+    elif isinstance(x, Tracer):
+        raise _Traced
+    elif isinstance(x, Tensor):
+        arrays.append(x._data)
+        key.append(x._data.shape)
+    else:
+        key.append(_static_key(x))
+
+
 class Jitted:
     """``f`` compiled per input signature (see :func:`jit`)."""
 
@@ -179,20 +251,9 @@ class Jitted:
         arrays: list[np.ndarray] = []
         for i, arg in enumerate(args):
             if i in self.static:
-                key.append(_static_key(arg))
-                continue
-            leaves, structure = flatten(arg)
-            key.append(structure)
-            for leaf in leaves:
-                if type(leaf) is Tensor:
-                    arrays.append(leaf._data)
-                    key.append(leaf._data.shape)
-                elif is_traced(leaf):
-                    array = leaf._data if isinstance(leaf, Tensor) else leaf.astype(np.float64)
-                    arrays.append(array)
-                    key.append(array.shape)
-                else:
-                    key.append(_static_key(leaf))
+                key.append(("static", _static_key(arg)))
+            else:
+                _signature(arg, key, arrays)
         return tuple(key), arrays
 
     def lookup(self, *args: Any) -> _Compiled:
@@ -207,9 +268,10 @@ class Jitted:
         return entry
 
     def __call__(self, *args: Any) -> Any:
-        if any(isinstance(leaf, Tracer) for arg in args for leaf in flatten(arg)[0]):
+        try:
+            key, arrays = self._split(args)
+        except _Traced:
             return self.f(*args)  # inside another trace: trace straight through
-        key, arrays = self._split(args)
         entry = self.cache.get(key) or self.lookup(*args)
         results = entry.function(*arrays)
         return unflatten(entry.structure, [record("", r, ()) for r in results])
