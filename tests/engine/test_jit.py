@@ -167,3 +167,27 @@ def test_jax_jit_oracle() -> None:
     np.testing.assert_allclose(ours[0].data, theirs[0], rtol=1e-12)
     for a, b in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(a.data, b, rtol=1e-10, atol=1e-14)
+
+
+def test_results_never_share_memory_with_the_callers_arrays() -> None:
+    x = np.arange(6.0)
+    jf = jit(lambda v: (v.reshape(2, 3), v, v * 2.0))
+    view, same, doubled = jf(x)
+    x[:] = -1.0  # the caller changes their array afterwards
+    np.testing.assert_array_equal(view.data, np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(same.data, np.arange(6.0))
+    assert jf.source(x).count(".copy()") == 2  # the view and the input itself, not the new array
+
+
+def test_dying_buffers_are_reused_but_never_one_still_needed() -> None:
+    def f(x: Tensor) -> tuple[Tensor, Tensor]:
+        e = x.exp()
+        t = e.T  # a view of e, used after e's last direct use
+        return e.sin() * 2.0, t + 1.0
+
+    x = np.random.default_rng(0).normal(size=(3, 3))
+    source = jit(f).source(x)
+    assert "np.sin(b)" in source and ", out=b)" not in source  # e lives on through its view
+    assert "np.multiply(c, 2.0, out=c)" in source
+    for got, want in zip(jit(f)(x), f(Tensor(x))):
+        np.testing.assert_array_equal(got.data, want.data)
