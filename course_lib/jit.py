@@ -205,6 +205,9 @@ def _static_key(x: Any) -> Any:
     return (type(x), x)
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 class _Traced(Exception):
     """Raised while reading the arguments when one is a Tracer: jit is inside another trace."""
 
@@ -216,8 +219,11 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
     if kind is Tensor:
         arrays.append(x._data)
         key.append(x._data.shape)
+    elif kind is np.ndarray and x.dtype is _FLOAT64:
+        arrays.append(x)
+        key.append(x.shape)
     elif kind is np.ndarray and x.dtype.kind == "f":
-        arrays.append(x if x.dtype == np.float64 else x.astype(np.float64))
+        arrays.append(x.astype(np.float64))
         key.append(x.shape)
     elif kind is list or kind is tuple:
         key.append((kind, len(x)))
