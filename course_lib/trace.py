@@ -190,12 +190,18 @@ def is_traced(leaf: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------- tracing
+def _global_rng_state() -> tuple:
+    """NumPy's global random state (key, position, cached normal): it changes with every draw."""
+    state: Any = np.random.get_state()
+    return (state[1].tobytes(), *state[2:])
+
+
 def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset()) -> tuple[Program, Any]:
     """Trace ``f(*args)``: the program (inputs: the traced leaves of the non-static arguments)
     and the structure of ``f``'s result (its leaves are the program's outputs)."""
     t = Trace()
     token = _tracing.set(t)
-    rng = np.random.get_state()[1].tobytes()  # type: ignore[index]
+    rng = _global_rng_state()
     try:
         traced_args = []
         for i, arg in enumerate(args):
@@ -211,7 +217,7 @@ def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset
             traced_args.append(unflatten(structure, [t.new_input(x) if is_traced(x) else x for x in leaves]))
         inputs = list(t.tracers)
         result = f(*traced_args)
-        if np.random.get_state()[1].tobytes() != rng:  # type: ignore[index]
+        if _global_rng_state() != rng:
             raise TracingError(
                 f"{getattr(f, '__name__', 'the function')} draws random numbers (np.random) while traced: they would "
                 "be drawn once and repeated at every call. Draw them outside the function and pass them in"
