@@ -279,6 +279,13 @@ class Jitted:
         except _Traced:
             return self.f(*args)  # inside another trace: trace straight through
         entry = self.cache.get(key) or self.lookup(*args)
+        for tensor, version in entry.program.closed_over:
+            if tensor._version != version:
+                raise ValueError(
+                    f"jit: {self.__name__} uses a Tensor it does not take as an argument "
+                    f"({f'{tensor.label!r}, ' if tensor.label else ''}shape {tensor.shape}), whose values changed "
+                    "after it was traced; the compiled program holds the old values. Pass it as an argument"
+                )
         results = entry.function(*arrays)
         return unflatten(entry.structure, [record("", r, ()) for r in results])
 

@@ -58,13 +58,16 @@ class Program:
     """Inputs, equations in the order they run, outputs (variables or constants).
 
     ``captured`` are values of an enclosing trace that the function closed over (a
-    ``vmap`` inside ``jit``): they are the last ``len(captured)`` inputs.
+    ``vmap`` inside ``jit``): they are the last ``len(captured)`` inputs. ``closed_over``
+    are the Tensors requiring grad (parameters) whose values became constants, with their
+    version at tracing time, so a program run after they changed can refuse.
     """
 
     inputs: list[Var]
     equations: list[Equation]
     outputs: list[Atom]
     captured: list[Any] = field(default_factory=list)
+    closed_over: list[tuple[Tensor, int]] = field(default_factory=list)
 
     def __str__(self) -> str:
         return show(self)

@@ -237,11 +237,14 @@ def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> P
         atoms[id(x)] = Var(x.shape)
     equations: list[Equation] = []
     captured: list[Tensor] = []
+    closed_over: list[tuple[Tensor, int]] = []
 
     def atom(t: Tensor) -> Atom:
         if id(t) not in atoms:
             if type(t) is not Tracer:
                 atoms[id(t)] = t._data
+                if t.requires_grad:
+                    closed_over.append((t, t._version))
             else:
                 atoms[id(t)] = Var(t.shape)
                 if id(t) not in ours:
@@ -267,7 +270,7 @@ def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> P
             stack.extend((p, False) for p in reversed(node._parents) if id(p) in ours and id(p) not in done)
     outs = [atom(o) if isinstance(o, Tensor) else np.asarray(o, dtype=np.float64) for o in outputs]
     inputs_vars = [atoms[id(x)] for x in inputs] + [atoms[id(c)] for c in captured]
-    return Program(inputs_vars, equations, outs, captured)  # type: ignore[arg-type]
+    return Program(inputs_vars, equations, outs, captured, closed_over)  # type: ignore[arg-type]
 
 
 def make_program(f: Callable[..., Any], *args: Any) -> Program:

@@ -191,3 +191,13 @@ def test_dying_buffers_are_reused_but_never_one_still_needed() -> None:
     assert "np.multiply(c, 2.0, out=c)" in source
     for got, want in zip(jit(f)(x), f(Tensor(x))):
         np.testing.assert_array_equal(got.data, want.data)
+
+
+def test_a_closed_over_parameter_changed_after_tracing_is_refused() -> None:
+    model = MLP([4, 3], rng=0)
+    predict = jit(lambda x: model(x).sum())
+    before = predict(X[:2])
+    assert before.item() == model(X[:2]).sum().item()  # the parameters became constants of the program
+    model.layers[0].weight.data = model.layers[0].weight.data * 2.0
+    with pytest.raises(ValueError, match=r"'weight', shape \(4, 3\).*changed.*Pass it as an argument"):
+        predict(X[:2])
