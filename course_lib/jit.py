@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -187,10 +188,35 @@ def _reusable(program: Program) -> dict[int, str]:
 class _Compiled:
     """One entry of the cache: the compiled function, its source and how to rebuild the result."""
 
-    __slots__ = ("function", "source", "program", "structure")
+    __slots__ = ("function", "source", "program", "rebuild")
 
     def __init__(self, function: Callable[..., tuple], source: str, program: Program, structure: Any) -> None:
-        self.function, self.source, self.program, self.structure = function, source, program, structure
+        self.function, self.source, self.program = function, source, program
+        self.rebuild = _rebuilder(structure)
+
+
+def _rebuilder(structure: Any) -> Callable[[tuple], Any]:
+    """``results -> f's result``: the compiled arrays as Tensors, in the containers ``f`` returned.
+
+    Written out as one expression for the structure (``(T(r[0]), [T(r[1]), T(r[2])])``),
+    so a call pays no walk over it.
+    """
+    count = iter(range(1 << 30))
+
+    def expression(s: Any) -> str:
+        if s is None:
+            return f"T(r[{next(count)}])"
+        if s[0] is dict:
+            if not all(type(k) in (str, int) for k in s[1]):
+                raise TypeError
+            return "{" + ", ".join(f"{k!r}: {expression(x)}" for k, x in zip(s[1], s[2])) + "}"
+        items = "".join(expression(x) + ", " for x in s[1])
+        return f"[{items}]" if s[0] is list else f"({items})"
+
+    try:
+        return eval(f"lambda r: {expression(structure)}", {"T": partial(record, "", parents=())})
+    except TypeError:  # dict keys that do not print as Python
+        return lambda results: unflatten(structure, [record("", r, ()) for r in results])
 
 
 def _static_key(x: Any) -> Any:
@@ -287,7 +313,7 @@ class Jitted:
                     "after it was traced; the compiled program holds the old values. Pass it as an argument"
                 )
         results = entry.function(*arrays)
-        return unflatten(entry.structure, [record("", r, ()) for r in results])
+        return entry.rebuild(results)
 
     def source(self, *args: Any) -> str:
         """The generated Python of the program for ``args``' signature."""

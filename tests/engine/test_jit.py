@@ -201,3 +201,10 @@ def test_a_closed_over_parameter_changed_after_tracing_is_refused() -> None:
     model.layers[0].weight.data = model.layers[0].weight.data * 2.0
     with pytest.raises(ValueError, match=r"'weight', shape \(4, 3\).*changed.*Pass it as an argument"):
         predict(X[:2])
+
+
+def test_results_come_back_in_the_containers_f_returned() -> None:
+    jf = jit(lambda p: {"w": p["w"] * 2.0, (1, 2): [p["b"].exp(), (p["b"],)]})
+    out = jf({"w": np.ones(2), "b": np.zeros(1)})
+    assert set(out) == {"w", (1, 2)} and isinstance(out[(1, 2)], list) and isinstance(out[(1, 2)][1], tuple)
+    assert out["w"].data.tolist() == [2.0, 2.0] and out[(1, 2)][0].data.tolist() == [1.0]
