@@ -256,8 +256,9 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
         for item in x:
             _signature(item, key, arrays)
     elif kind is dict:
-        key.append((dict, tuple(sorted(x))))
-        for name in sorted(x):
+        names = sorted(x, key=repr)
+        key.append((dict, tuple(names)))
+        for name in names:
             _signature(x[name], key, arrays)
     elif isinstance(x, Tracer):
         raise _Traced

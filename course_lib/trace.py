@@ -150,7 +150,7 @@ class Trace:
 
 # ----------------------------------------------------------------------------- containers
 Tree = Any
-"""Nested tuples, lists and dicts (sorted keys) of leaves; a leaf is anything else."""
+"""Nested tuples, lists and dicts (keys in the order of their reprs) of leaves; a leaf is anything else."""
 
 
 def flatten(tree: Tree) -> tuple[list[Any], Any]:
@@ -161,7 +161,7 @@ def flatten(tree: Tree) -> tuple[list[Any], Any]:
         if type(t) in (tuple, list):
             return (type(t), tuple(walk(x) for x in t))
         if type(t) is dict:
-            keys = tuple(sorted(t))
+            keys = tuple(sorted(t, key=repr))
             return (dict, keys, tuple(walk(t[k]) for k in keys))
         leaves.append(t)
         return None
