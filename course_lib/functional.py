@@ -43,8 +43,8 @@ ArgNum = int | Sequence[int]
 def _fresh_input(x: Any) -> Tensor:
     """A node to differentiate with respect to, standing for the value ``x``."""
     if isinstance(x, Tensor) and x.requires_grad:
-        return record("identity", x.data, (x,))  # keeps the path to an outer transform's variable
-    return Tensor(x.data if isinstance(x, Tensor) else x, requires_grad=True)
+        return record("identity", x._data, (x,))  # keeps the path to an outer transform's variable
+    return Tensor(x._data if isinstance(x, Tensor) else x, requires_grad=True)
 
 
 def _substitute(args: tuple, argnum: ArgNum) -> tuple[list, tuple[Tensor, ...]]:
@@ -81,7 +81,7 @@ def value_and_grad(
         with set_grad_enabled(True):
             call_args, inputs = _substitute(args, argnum)
             y = _output(f(*call_args), "grad")
-            if y.data.size != 1:
+            if y.size != 1:
                 raise ValueError(
                     f"grad needs f to return a scalar, but f returned shape {y.shape}: "
                     "reduce it (e.g. .sum()) or use vjp / jacobian for a non-scalar output"
@@ -183,7 +183,7 @@ def jacobian(f: Callable[..., Any], argnum: int = 0, allow_unused: bool = False)
             y = _output(f(*call_args), "jacobian")
             rows = [
                 gradients(y, (x_in,), seed=unit.reshape(y.shape), create_graph=True, allow_unused=allow_unused)[0]
-                for unit in np.eye(y.data.size)
+                for unit in np.eye(y.size)
             ]
             return stack(rows).reshape(y.shape + x_in.shape)
 

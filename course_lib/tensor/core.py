@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from course_lib.tensor.arrays import broadcasting, checked_axes, matmul, real_array
-from course_lib.tensor.grad_mode import _grad_mode, set_grad_enabled
+from course_lib.tensor.grad_mode import _grad_mode, _tracing, set_grad_enabled
 from course_lib.tensor.table import OPS, _methods
 from course_lib.toposort import child_count_order
 
@@ -241,6 +241,10 @@ class Tensor:
     def abs(self) -> Tensor:
         return record("abs", np.abs(self._data), (self,))
 
+    def sign(self) -> Tensor:
+        """-1, 0 or 1 by the sign of each value (its derivative is zero wherever it has one)."""
+        return record("sign", np.sign(self._data), (self,))
+
     def clip(self, low: float | None = None, high: float | None = None) -> Tensor:
         """Values limited to ``[low, high]`` (``None``: no limit on that side)."""
         low = -np.inf if low is None else float(low)
@@ -343,7 +347,12 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
                 out._op = op
                 out._params = params
                 out._recorded = _now
+                trace = _tracing.get()
+                if trace is not None:
+                    trace.adopt(out)
                 return out
+    if parents and _tracing.get() is not None:
+        _tracing.get().constant(op, parents)
     out.requires_grad = False
     out._parents = ()
     out._op = ""
@@ -521,7 +530,7 @@ def _backprop(
                     contribution = result
                 else:
                     contribution = _checked(result, i, node)
-                if create_graph and (op.order == 1 or type(result) is not Tensor):
+                if create_graph and (op.order == 1 or not isinstance(result, Tensor)):
                     # A rule written with NumPy: its result is right, but it has no graph of its own.
                     contribution = record("first_order", contribution._data, (g,) + parents, (node._op,))
                 previous = grads.get(key)

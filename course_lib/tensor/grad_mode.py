@@ -7,10 +7,15 @@ switches recording off in another. A new thread starts with recording on.
 from __future__ import annotations
 
 from contextvars import ContextVar, Token
+from typing import Any
 
 __all__ = ["set_grad_enabled", "no_grad", "is_grad_enabled"]
 
 _grad_mode: ContextVar[bool] = ContextVar("course_lib_grad_mode", default=True)
+_tracing: ContextVar[Any] = ContextVar("course_lib_tracing", default=None)
+"""The trace that nodes recorded now belong to (``course_lib.trace``), or None: ``record`` hands it
+every node it makes (``trace.adopt(node)``) and every op it computes with recording off from
+parents (``trace.constant(op, parents)``), so a traced value cannot silently become a constant."""
 
 
 class set_grad_enabled:

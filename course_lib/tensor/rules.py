@@ -133,9 +133,10 @@ defvjp("sin", lambda g, out, a: g * a.cos(), function=True)
 defvjp("cos", lambda g, out, a: -g * a.sin(), function=True)
 defvjp("tanh", lambda g, out, a: g * (1.0 - out * out), function=True)
 defvjp("sigmoid", lambda g, out, a: g * out * (1.0 - out), function=True)
-defvjp("relu", lambda g, out, a: g * (a.data > 0), function=True)
+defvjp("relu", lambda g, out, a: g * out.sign(), function=True)  # sign(relu(a)) is the mask a > 0
 defvjp("sqrt", lambda g, out, a: g / (2.0 * out), function=True)
-defvjp("abs", lambda g, out, a: g * np.sign(a.data))
+defvjp("abs", lambda g, out, a: g * a.sign())
+defvjp("sign", lambda g, out, a: g * 0.0, function=True)
 defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)))
 defvjp(
     "where",

@@ -171,6 +171,7 @@ SAMPLES: dict[str, Sample] = {
     "relu": UNARY,
     "sqrt": POSITIVE,
     "abs": UNARY,
+    "sign": UNARY,
     "clip": _clip_sample,
     "where": _where_sample,
     "sum": reduction,
@@ -189,7 +190,7 @@ SAMPLES: dict[str, Sample] = {
 
 TORCH: dict[str, str | Callable[..., Any]] = {
     **{name: name for name in ("add", "sub", "mul", "div", "pow", "matmul", "neg", "exp", "log", "sin", "cos")},
-    **{name: name for name in ("tanh", "sigmoid", "relu", "sqrt", "abs")},
+    **{name: name for name in ("tanh", "sigmoid", "relu", "sqrt", "abs", "sign")},
     "affine": lambda torch, x, weight, bias: x @ weight + bias,
     "clip": lambda torch, a, low, high: torch.clamp(a, low, high),
     "where": lambda torch, x, y, cond: torch.where(torch.as_tensor(cond), x, y),

@@ -1,0 +1,338 @@
+"""``jit``: trace a function once per input signature, simplify the program and compile it
+to straight-line Python calling NumPy.
+
+Every op of the table gets a *NumPy rule* here (``NUMPY[op]``): the lines that compute
+its result with exactly the NumPy calls the eager forward makes, so a compiled program
+gives the eager engine's numbers bit for bit. ``jitted.source(*args)`` shows the code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from course_lib.passes import simplify
+from course_lib.program import Atom, Equation, Program, Var, show
+from course_lib.tensor import Tensor, record
+from course_lib.trace import Tracer, trace, unflatten
+
+__all__ = ["jit", "Jitted", "compile_program", "NUMPY"]
+
+Emit = Callable[[str, list[str], Equation, Callable[[Any], str]], list[str]]
+"""A NumPy rule: ``rule(out, args, equation, literal) -> lines`` assigning ``out``."""
+
+
+UFUNCS = {
+    "add": "np.add",
+    "sub": "np.subtract",
+    "mul": "np.multiply",
+    "div": "np.divide",
+    "pow": "np.power",
+    "neg": "np.negative",
+    "exp": "np.exp",
+    "log": "np.log",
+    "sin": "np.sin",
+    "cos": "np.cos",
+    "tanh": "np.tanh",
+    "sqrt": "np.sqrt",
+    "abs": "np.abs",
+    "sign": "np.sign",
+}
+"""The ops that are one NumPy ufunc call: their result may be written into an argument's buffer."""
+
+
+def _ufunc(fn: str) -> Emit:
+    return lambda out, a, e, lit: [f"{out} = {fn}({', '.join(a)})"]
+
+
+def _reduce(fn: str) -> Emit:
+    return lambda out, a, e, lit: [f"{out} = {a[0]}.{fn}(axis={lit(e.params[0])}, keepdims={e.params[1]})"]
+
+
+def _affine(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    product, bias = e.out.shape, e.args[2].shape
+    if product and np.broadcast_shapes(product, bias) == product:  # as affine(): the bias added in place
+        return [f"{out} = np.matmul({a[0]}, {a[1]})", f"{out} += {a[2]}"]
+    return [f"{out} = np.matmul({a[0]}, {a[1]}) + {a[2]}"]
+
+
+def _sigmoid(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    return [f"{out} = np.exp(-np.abs({a[0]}))", f"{out} = np.where({a[0]} >= 0, 1.0, {out}) / (1.0 + {out})"]
+
+
+def _softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    axis = lit(e.params[0])
+    return [
+        f"{out} = np.exp({a[0]} - {a[0]}.max(axis={axis}, keepdims=True))",
+        f"{out} = {out} / {out}.sum(axis={axis}, keepdims=True)",
+    ]
+
+
+def _log_softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    axis = lit(e.params[0])
+    return [
+        f"{out} = {a[0]} - {a[0]}.max(axis={axis}, keepdims=True)",
+        f"{out} = {out} - np.log(np.exp({out}).sum(axis={axis}, keepdims=True))",
+    ]
+
+
+def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    return [f"{out} = np.zeros({lit(e.params[1])})", f"np.add.at({out}, {lit(e.params[0])}, {a[0]})"]
+
+
+NUMPY: dict[str, Emit] = {
+    **{op: _ufunc(fn) for op, fn in UFUNCS.items()},
+    "matmul": lambda out, a, e, lit: [f"{out} = np.matmul({a[0]}, {a[1]})"],
+    "affine": _affine,
+    "sigmoid": _sigmoid,
+    "relu": lambda out, a, e, lit: [f"{out} = np.maximum({a[0]}, 0.0)"],
+    "clip": lambda out, a, e, lit: [f"{out} = np.clip({a[0]}, {lit(e.params[0])}, {lit(e.params[1])})"],
+    "where": lambda out, a, e, lit: [f"{out} = np.where({lit(e.params[0])}, {a[0]}, {a[1]})"],
+    "sum": _reduce("sum"),
+    "mean": _reduce("mean"),
+    "max": _reduce("max"),
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "reshape": lambda out, a, e, lit: [f"{out} = {a[0]}.reshape({lit(e.params[0])})"],
+    "transpose": lambda out, a, e, lit: [f"{out} = {a[0]}.transpose({lit(e.params[0])})"],
+    "broadcast_to": lambda out, a, e, lit: [f"{out} = np.broadcast_to({a[0]}, {lit(e.params[0])})"],
+    "getitem": lambda out, a, e, lit: [f"{out} = {a[0]}[{lit(e.params[0])}]"],
+    "scatter_add": _scatter_add,
+    "identity": lambda out, a, e, lit: [f"{out} = {a[0]}"],
+    "stack": lambda out, a, e, lit: [f"{out} = np.stack([{', '.join(a)}], axis={e.params[0]})"],
+}
+"""op name -> its NumPy rule (the op's forward, as lines of Python)."""
+
+
+VIEWS = ("identity", "reshape", "transpose", "broadcast_to", "getitem")
+"""Ops whose NumPy rule may return a view of its argument."""
+
+
+def _plain(p: Any) -> bool:
+    """Whether ``repr(p)`` is Python that evaluates back to ``p``."""
+    if isinstance(p, tuple):
+        return all(_plain(q) for q in p)
+    return p is None or isinstance(p, (bool, int, str)) or (isinstance(p, float) and math.isfinite(p))
+
+
+def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[..., tuple], str]:
+    """The program as a Python function of arrays returning a tuple of arrays, and its source."""
+    show(program)  # names the variables
+    namespace: dict[str, Any] = {"np": np}
+    names: dict[int, str] = {}
+
+    def lit(p: Any) -> str:
+        if _plain(p):
+            return repr(p)
+        if id(p) not in names:
+            names[id(p)] = f"_k{len(names)}" if not isinstance(p, np.ndarray) or p.dtype == bool else f"_c{len(names)}"
+            namespace[names[id(p)]] = p
+        return names[id(p)]
+
+    def atom(x: Atom) -> str:
+        if isinstance(x, Var):
+            return x.name
+        return repr(float(x)) if x.shape == () and math.isfinite(float(x)) else lit(x)
+
+    lines = [f"def {name}({', '.join(v.name for v in program.inputs)}):"]
+    reusable = _reusable(program)
+    for k, e in enumerate(program.equations):
+        rule = NUMPY.get(e.op)
+        if rule is None:
+            raise NotImplementedError(f"op {e.op!r} has no NumPy rule: add one to course_lib.jit.NUMPY")
+        code = rule(e.out.name, [atom(a) for a in e.args], e, lit)
+        if k in reusable:  # write into a dying argument's buffer instead of allocating one
+            code[-1] = f"{code[-1][:-1]}, out={reusable[k]})"
+        lines += ["    " + line for line in code]
+    # A result that may share memory with an input array is copied: the caller may change their array later.
+    shared = {id(v) for v in program.inputs}
+    shared.update(id(e.out) for e in program.equations if e.op in VIEWS and id(e.args[0]) in shared)
+    outputs = [atom(o) + (".copy()" if id(o) in shared else "") for o in program.outputs]
+    lines.append(f"    return ({''.join(o + ', ' for o in outputs)})")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<jit {name}>", "exec"), namespace)
+    return namespace[name], source
+
+
+def _reusable(program: Program) -> dict[int, str]:
+    """Equation index -> the argument whose buffer its ufunc may write into (``out=``).
+
+    The argument must hold an array this code allocated (not an input, a constant or a
+    view), of the result's shape, used by no later equation, output or live view of it.
+    """
+    equations = program.equations
+    last = {id(o): len(equations) for o in program.outputs}
+    for k, e in enumerate(equations):
+        for a in e.args:
+            last[id(a)] = max(last.get(id(a), k), k)
+    for e in reversed(equations):  # a view keeps its base alive
+        if e.op in VIEWS:
+            last[id(e.args[0])] = max(last[id(e.args[0])], last.get(id(e.out), 0))
+    owned: set[int] = set()
+    reusable = {}
+    for k, e in enumerate(equations):
+        if e.op in UFUNCS and e.out.shape:
+            for a in e.args:
+                if id(a) in owned and last[id(a)] == k and a.shape == e.out.shape:
+                    reusable[k] = a.name  # type: ignore[union-attr]
+                    break
+        if e.op not in VIEWS and e.out.shape:
+            owned.add(id(e.out))
+    return reusable
+
+
+class _Compiled:
+    """One entry of the cache: the compiled function, its source and how to rebuild the result."""
+
+    __slots__ = ("function", "source", "program", "rebuild")
+
+    def __init__(self, function: Callable[..., tuple], source: str, program: Program, structure: Any) -> None:
+        self.function, self.source, self.program = function, source, program
+        self.rebuild = _rebuilder(structure)
+
+
+def _rebuilder(structure: Any) -> Callable[[tuple], Any]:
+    """``results -> f's result``: the compiled arrays as Tensors, in the containers ``f`` returned.
+
+    Written out as one expression for the structure (``(T(r[0]), [T(r[1]), T(r[2])])``),
+    so a call pays no walk over it.
+    """
+    count = iter(range(1 << 30))
+
+    def expression(s: Any) -> str:
+        if s is None:
+            return f"T(r[{next(count)}])"
+        if s[0] is dict:
+            if not all(type(k) in (str, int) for k in s[1]):
+                raise TypeError
+            return "{" + ", ".join(f"{k!r}: {expression(x)}" for k, x in zip(s[1], s[2])) + "}"
+        items = "".join(expression(x) + ", " for x in s[1])
+        return f"[{items}]" if s[0] is list else f"({items})"
+
+    try:
+        return eval(f"lambda r: {expression(structure)}", {"T": partial(record, "", parents=())})
+    except TypeError:  # dict keys that do not print as Python
+        return lambda results: unflatten(structure, [record("", r, ()) for r in results])
+
+
+def _static_key(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(
+            f"jit: a {type(x).__name__} argument is static (part of the signature), so it must be hashable"
+        ) from None
+    return (type(x), x)
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+class _Traced(Exception):
+    """Raised while reading the arguments when one is a Tracer: jit is inside another trace."""
+
+
+def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
+    """Add the signature of argument ``x`` to ``key`` and its traced arrays to ``arrays``:
+    what :func:`~course_lib.trace.flatten` and ``is_traced`` decide, in one quick pass."""
+    kind = type(x)
+    if kind is Tensor:
+        arrays.append(x._data)
+        key.append(x._data.shape)
+    elif kind is np.ndarray and x.dtype is _FLOAT64:
+        arrays.append(x)
+        key.append(x.shape)
+    elif kind is np.ndarray and x.dtype.kind == "f":
+        arrays.append(x.astype(np.float64))
+        key.append(x.shape)
+    elif kind is list or kind is tuple:
+        key.append((kind, len(x)))
+        for item in x:
+            _signature(item, key, arrays)
+    elif kind is dict:
+        names = sorted(x, key=repr)
+        key.append((dict, tuple(names)))
+        for name in names:
+            _signature(x[name], key, arrays)
+    elif isinstance(x, Tracer):
+        raise _Traced
+    elif isinstance(x, Tensor):
+        arrays.append(x._data)
+        key.append(x._data.shape)
+    else:
+        key.append(_static_key(x))
+
+
+class Jitted:
+    """``f`` compiled per input signature (see :func:`jit`)."""
+
+    def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...]) -> None:
+        self.f, self.static = f, frozenset(static_argnums)
+        self.cache: dict[Any, _Compiled] = {}
+        self.__name__ = getattr(f, "__name__", "jitted")
+        self.__doc__ = getattr(f, "__doc__", None)
+
+    def _split(self, args: tuple) -> tuple[Any, list[np.ndarray]]:
+        """The signature of ``args`` (shapes of traced leaves, values of static ones) and the traced arrays."""
+        key: list[Any] = []
+        arrays: list[np.ndarray] = []
+        for i, arg in enumerate(args):
+            if i in self.static:
+                key.append(("static", _static_key(arg)))
+            else:
+                _signature(arg, key, arrays)
+        return tuple(key), arrays
+
+    def lookup(self, *args: Any) -> _Compiled:
+        """The compiled entry for the signature of ``args``, tracing and compiling it on a miss."""
+        key, _ = self._split(args)
+        entry = self.cache.get(key)
+        if entry is None:
+            program, structure = trace(self.f, args, self.static)
+            program = simplify(program)
+            function, source = compile_program(program, self.__name__ if self.__name__.isidentifier() else "jitted")
+            entry = self.cache[key] = _Compiled(function, source, program, structure)
+        return entry
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            key, arrays = self._split(args)
+        except _Traced:
+            return self.f(*args)  # inside another trace: trace straight through
+        entry = self.cache.get(key) or self.lookup(*args)
+        for tensor, version in entry.program.closed_over:
+            if tensor._version != version:
+                raise ValueError(
+                    f"jit: {self.__name__} uses a Tensor it does not take as an argument "
+                    f"({f'{tensor.label!r}, ' if tensor.label else ''}shape {tensor.shape}), whose values changed "
+                    "after it was traced; the compiled program holds the old values. Pass it as an argument"
+                )
+        results = entry.function(*arrays)
+        return entry.rebuild(results)
+
+    def source(self, *args: Any) -> str:
+        """The generated Python of the program for ``args``' signature."""
+        return self.lookup(*args).source
+
+    def program(self, *args: Any) -> Program:
+        """The simplified program for ``args``' signature."""
+        return self.lookup(*args).program
+
+
+def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Jitted:
+    """``f`` compiled: traced once per input signature, then run as generated NumPy code.
+
+    The signature is the shapes of the Tensors and float arrays among the arguments
+    (containers allowed), with the values of the static ones: arguments listed in
+    ``static_argnums``, numbers, and integer or boolean arrays (class labels, masks).
+    A new signature traces again; a known one runs the cached code, which gives the
+    eager engine's numbers. Results are Tensors (constants: differentiate ``f``
+    inside, ``jit(grad(f))``). Side effects such as ``print`` happen only while tracing.
+    """
+    return Jitted(f, (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))

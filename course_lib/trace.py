@@ -1,0 +1,279 @@
+"""Tracing: run a function of Tensors once on stand-ins and write down what it did.
+
+The stand-ins are :class:`Tracer` s, Tensors that carry the example values (so the
+engine computes with them as usual) and require grad (so every op records its node).
+While a trace is active, ``record`` hands the trace every node it makes; the trace turns
+them into Tracers too. When the function returns, the recorded graph between the inputs
+and the outputs is read off as a :class:`~course_lib.program.Program` (anything else it
+touched, such as a model's parameters, becomes a constant).
+
+A program must not depend on the example values, so a Tracer refuses to give them out:
+``bool()`` (Python control flow), ``float()``/``.item()``, ``.data``/``.numpy()`` and
+NumPy calls raise :class:`TracingError`, naming the user's line. After the trace every
+Tracer is poisoned, so one that escaped (stored in a global, say) raises when used.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from course_lib.program import SHAPE_PARAMS, Atom, Equation, Program, Var
+from course_lib.tensor import Tensor
+from course_lib.tensor.grad_mode import _tracing
+
+__all__ = ["Tracer", "TracingError", "make_program", "trace", "flatten", "unflatten"]
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
+
+
+class TracingError(TypeError):
+    """A traced value was used in a way that needs its concrete value (or after its trace)."""
+
+
+def user_line() -> str:
+    """``file:line: code`` of the innermost frame outside course_lib and NumPy (the user's line)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith((_PACKAGE, _NUMPY)):
+            return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
+    return "<unknown>"
+
+
+def _refuse(what: str, advice: str) -> TracingError:
+    return TracingError(f"{what} of a traced value, at {user_line()}\n{advice}")
+
+
+_NOT_KNOWN = (
+    "While tracing (jit, make_program, vmap) a value has a shape but no number the program could keep: "
+    "the program must work for every input of this shape."
+)
+
+
+class Tracer(Tensor):
+    """A Tensor standing for a value of the program being traced (see the module docstring)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise _refuse(
+            "Python control flow (if, while, and/or, bool())",
+            f"{_NOT_KNOWN} Choose values with where(condition, x, y), or make the argument static "
+            "(jit(f, static_argnums=...)) so each of its values gets its own program.",
+        )
+
+    def item(self) -> float:
+        raise _refuse(
+            "float() or .item()",
+            f"{_NOT_KNOWN} Keep computing with the Tensor, or return it and call .item() outside the function.",
+        )
+
+    __float__ = item
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise _refuse(
+            "A NumPy call (np.asarray, np.* function, .data, .numpy())",
+            f"{_NOT_KNOWN} Use Tensor operations (course_lib.tensor's functions), which the program records.",
+        )
+
+    data = property(__array__)  # type: ignore[assignment]
+
+    def numpy(self) -> np.ndarray:
+        return self.__array__()
+
+    def detach(self) -> Tensor:
+        raise _refuse("detach()", f"{_NOT_KNOWN} Compute the constant outside the traced function and pass it in.")
+
+    def __repr__(self) -> str:
+        try:
+            return f"Tracer(f64{list(self._data.shape)})"
+        except TracingError:
+            return "Tracer(escaped)"
+
+
+class _Escaped:
+    """What an escaped Tracer holds instead of values: any use raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise TracingError(
+            f"a traced value escaped its trace and is used at {user_line()}: it stood for a value only while "
+            "the function was traced (e.g. it was stored in a global or a list outside the function). "
+            "Return it from the function instead."
+        )
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__getattr__("__array__")
+
+
+for _name in ("add", "sub", "mul", "truediv", "pow", "matmul", "neg", "getitem", "lt", "le", "gt", "ge"):
+    setattr(_Escaped, f"__{_name}__", _Escaped.__array__)
+    setattr(_Escaped, f"__r{_name}__", _Escaped.__array__)
+
+
+class Trace:
+    """The trace being recorded: its input Tracers and every node made while it is active."""
+
+    def __init__(self) -> None:
+        self.tracers: list[Tensor] = []
+        self.ids: set[int] = set()
+
+    def new_input(self, value: Any) -> Tracer:
+        x = Tensor(value._data if isinstance(value, Tensor) else value, requires_grad=True)
+        return self.adopt(x)  # type: ignore[return-value]
+
+    def adopt(self, node: Tensor) -> Tensor:
+        """Make ``node`` a Tracer of this trace (called by ``record`` for every node)."""
+        node.__class__ = Tracer
+        self.tracers.append(node)
+        self.ids.add(id(node))
+        return node
+
+    def constant(self, op: str, parents: tuple[Tensor, ...]) -> None:
+        """Refuse an op computed with recording off from a traced value (it would be baked in)."""
+        if any(type(p) is Tracer for p in parents):
+            raise _refuse(
+                f"op {op!r} with recording switched off (no_grad(), .backward())",
+                "Inside a traced function every op is recorded: use course_lib.functional.grad / value_and_grad "
+                "for gradients and return new values instead of changing Tensors.",
+            )
+
+    def finish(self) -> None:
+        """Poison every Tracer: from now on it raises when used."""
+        escaped = _Escaped()
+        for t in self.tracers:
+            t._data = escaped  # type: ignore[assignment]
+
+
+# ----------------------------------------------------------------------------- containers
+Tree = Any
+"""Nested tuples, lists and dicts (keys in the order of their reprs) of leaves; a leaf is anything else."""
+
+
+def flatten(tree: Tree) -> tuple[list[Any], Any]:
+    """The leaves of ``tree`` in order and its structure (hashable), for :func:`unflatten`."""
+    leaves: list[Any] = []
+
+    def walk(t: Tree) -> Any:
+        if type(t) in (tuple, list):
+            return (type(t), tuple(walk(x) for x in t))
+        if type(t) is dict:
+            keys = tuple(sorted(t, key=repr))
+            return (dict, keys, tuple(walk(t[k]) for k in keys))
+        leaves.append(t)
+        return None
+
+    return leaves, walk(tree)
+
+
+def unflatten(structure: Any, leaves: Any) -> Tree:
+    """The tree of ``structure`` with the given leaves (an iterator is consumed in order)."""
+    it = iter(leaves)
+
+    def build(s: Any) -> Tree:
+        if s is None:
+            return next(it)
+        if s[0] is dict:
+            return {k: build(x) for k, x in zip(s[1], s[2])}
+        return s[0](build(x) for x in s[1])
+
+    return build(structure)
+
+
+def is_traced(leaf: Any) -> bool:
+    """Whether an argument leaf becomes a program input: Tensors and float arrays (numbers,
+    integer and boolean arrays are static: part of the program, like JAX's static arguments)."""
+    return isinstance(leaf, Tensor) or (isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f")
+
+
+# ----------------------------------------------------------------------------- tracing
+def _global_rng_state() -> tuple:
+    """NumPy's global random state (key, position, cached normal): it changes with every draw."""
+    state: Any = np.random.get_state()
+    return (state[1].tobytes(), *state[2:])
+
+
+def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset()) -> tuple[Program, Any]:
+    """Trace ``f(*args)``: the program (inputs: the traced leaves of the non-static arguments)
+    and the structure of ``f``'s result (its leaves are the program's outputs)."""
+    t = Trace()
+    token = _tracing.set(t)
+    rng = _global_rng_state()
+    try:
+        traced_args = []
+        for i, arg in enumerate(args):
+            if i in static:
+                traced_args.append(arg)
+                continue
+            leaves, structure = flatten(arg)
+            if any(isinstance(leaf, np.random.Generator) for leaf in leaves):
+                raise TracingError(
+                    "a random Generator was passed to a traced function: random numbers drawn while tracing would "
+                    "be the same at every call. Draw them outside and pass them in as an array"
+                )
+            traced_args.append(unflatten(structure, [t.new_input(x) if is_traced(x) else x for x in leaves]))
+        inputs = list(t.tracers)
+        result = f(*traced_args)
+        if _global_rng_state() != rng:
+            raise TracingError(
+                f"{getattr(f, '__name__', 'the function')} draws random numbers (np.random) while traced: they would "
+                "be drawn once and repeated at every call. Draw them outside the function and pass them in"
+            )
+        out_leaves, out_structure = flatten(result)
+        return _read_program(inputs, out_leaves, t.ids), out_structure
+    finally:
+        _tracing.reset(token)
+        t.finish()
+
+
+def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> Program:
+    """The program computing ``outputs`` from ``inputs``, read off the recorded graph
+    (``ours``: the ids of the trace's Tracers; those of an enclosing trace are captured)."""
+    atoms: dict[int, Atom] = {}
+    for x in inputs:
+        atoms[id(x)] = Var(x.shape)
+    equations: list[Equation] = []
+    captured: list[Tensor] = []
+    closed_over: list[tuple[Tensor, int]] = []
+
+    def atom(t: Tensor) -> Atom:
+        if id(t) not in atoms:
+            if type(t) is not Tracer:
+                atoms[id(t)] = t._data
+                if t.requires_grad:
+                    closed_over.append((t, t._version))
+            else:
+                atoms[id(t)] = Var(t.shape)
+                if id(t) not in ours:
+                    captured.append(t)
+        return atoms[id(t)]
+
+    # Post-order over the traced nodes (iterative: a long simulation loop makes a deep graph).
+    done: set[int] = {id(x) for x in inputs}
+    for root in outputs:
+        if id(root) not in ours:
+            continue
+        stack: list[tuple[Tensor, bool]] = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in done:
+                continue
+            if expanded:
+                done.add(id(node))
+                params = (node.shape,) if node._op in SHAPE_PARAMS else node._params
+                equations.append(Equation(node._op, [atom(p) for p in node._parents], params, atom(node)))  # type: ignore[arg-type]
+                continue
+            stack.append((node, True))
+            stack.extend((p, False) for p in reversed(node._parents) if id(p) in ours and id(p) not in done)
+    outs = [atom(o) if isinstance(o, Tensor) else np.asarray(o, dtype=np.float64) for o in outputs]
+    inputs_vars = [atoms[id(x)] for x in inputs] + [atoms[id(c)] for c in captured]
+    return Program(inputs_vars, equations, outs, captured, closed_over)  # type: ignore[arg-type]
+
+
+def make_program(f: Callable[..., Any], *args: Any) -> Program:
+    """The program of ``f`` traced at ``args`` (Tensors, float arrays, containers of them),
+    printable like ``jax.make_jaxpr``: ``print(make_program(loss, w, x))``."""
+    return trace(f, args)[0]

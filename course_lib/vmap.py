@@ -1,0 +1,188 @@
+"""``vmap``: a function of one example turned into a function of a batch.
+
+``vmap(f)`` traces ``f`` on one example, then runs the program on the whole batch: each
+equation is handed to its op's *batching rule* (``BATCHING[op]``), which computes the op
+for every example at once from arguments that carry the batch on axis 0 (or not at all,
+for values shared by every example). The rules are written with Tensor operations, so
+a vmapped function can be differentiated, jitted and vmapped again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from course_lib.program import Atom, Equation, Program, Var, call_op
+from course_lib.tensor import Tensor, record, stack
+from course_lib.trace import flatten, is_traced, trace, unflatten
+
+__all__ = ["vmap", "BATCHING", "batch_program"]
+
+Rule = Callable[[list[Tensor], list[bool], Equation, int], Tensor]
+"""A batching rule: ``rule(args, batched, equation, size)``, the op for all ``size``
+examples at once; a batched argument has the batch on axis 0; the result has it too."""
+
+
+def _rank(x: Atom) -> int:
+    return len(x.shape)
+
+
+def _aligned(args: list[Tensor], batched: list[bool], e: Equation) -> list[Tensor]:
+    """Batched arguments reshaped to ``(B, 1, ..., 1, *shape)`` of the output's rank + 1,
+    so that NumPy's broadcasting matches every example's axes with the others'."""
+    rank = len(e.out.shape)
+    return [
+        a.reshape((a.shape[0],) + (1,) * (rank - _rank(x)) + tuple(x.shape)) if b else a
+        for a, b, x in zip(args, batched, e.args)
+    ]
+
+
+def _elementwise(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
+    return call_op(e.op, _aligned(args, batched, e), e.params)
+
+
+def _matmul(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
+    """Matrices per example ((1, k) for a 1-D left operand, (k, 1) for a 1-D right one); the
+    batch becomes the leading broadcast axis of NumPy's matmul."""
+    rank = max(max(_rank(x), 2) for x in e.args[:2])
+    operands = []
+    for i, (a, b, x) in enumerate(zip(args[:2], batched, e.args)):
+        shape = tuple(x.shape) if _rank(x) >= 2 else ((1,) + tuple(x.shape) if i == 0 else tuple(x.shape) + (1,))
+        lead = ((size,) if b else ()) + (1,) * (rank - len(shape)) * b
+        operands.append(a.reshape(lead + shape))
+    out = operands[0] @ operands[1]
+    out = out.reshape((size,) + e.out.shape)
+    if e.op == "affine":
+        return _elementwise([out, args[2]], [True, batched[2]], Equation("add", [e.out, e.args[2]], (), e.out), size)
+    return out
+
+
+def _axes(e: Equation) -> Any:
+    """The reduction's axes, moved past the batch axis."""
+    axis, ndim = e.params[0], _rank(e.args[0])
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, tuple):
+        return tuple(a % ndim + 1 for a in axis)
+    return axis % ndim + 1
+
+
+def _loop(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
+    """The op example by example, stacked: correct for any op, and as slow as a loop."""
+    return stack([call_op(e.op, [a[i] if b else a for a, b in zip(args, batched)], e.params) for i in range(size)])
+
+
+def _indexed(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
+    """getitem and scatter_add with the index applied to every example at once, when NumPy's
+    indexing keeps the batch axis first; example by example otherwise."""
+    index = e.params[0] if isinstance(e.params[0], tuple) else (e.params[0],)
+    params = ((slice(None),) + index,) + (((size,) + e.params[1],) if e.op == "scatter_add" else ())
+    try:
+        out = call_op(e.op, args, params)
+    except (IndexError, ValueError):
+        out = None
+    if out is None or out.shape != (size,) + e.out.shape:
+        return _loop(args, batched, e, size)
+    return out
+
+
+BATCHING: dict[str, Rule] = {
+    **dict.fromkeys(
+        ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu"),
+        _elementwise,
+    ),
+    **dict.fromkeys(("sqrt", "abs", "sign", "clip", "where", "identity"), _elementwise),
+    "matmul": _matmul,
+    "affine": _matmul,
+    **dict.fromkeys(("sum", "mean", "max"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),) + e.params[1:])),
+    **dict.fromkeys(("softmax", "log_softmax"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),))),
+    "reshape": lambda a, b, e, n: a[0].reshape((n,) + e.params[0]),
+    "transpose": lambda a, b, e, n: a[0].transpose(0, *(i + 1 for i in e.params[0])),
+    "broadcast_to": lambda a, b, e, n: _aligned(a, b, e)[0].broadcast_to((n,) + e.params[0]),
+    "getitem": _indexed,
+    "scatter_add": _indexed,
+    "stack": lambda a, b, e, n: stack(
+        [x if bx else x.broadcast_to((n,) + x.shape) for x, bx in zip(a, b)], axis=e.params[0] + 1
+    ),
+}
+"""op name -> its batching rule."""
+
+
+def batch_program(program: Program, inputs: Sequence[Tensor], batched: Sequence[bool], size: int) -> list[Tensor]:
+    """Run ``program`` for ``size`` examples at once: ``inputs[i]`` carries the batch on axis 0
+    when ``batched[i]``. Every output comes back batched."""
+    env: dict[int, tuple[Tensor, bool]] = {id(v): (x, b) for v, x, b in zip(program.inputs, inputs, batched)}
+
+    def read(x: Atom) -> tuple[Tensor, bool]:
+        return env[id(x)] if isinstance(x, Var) else (record("", x, ()), False)
+
+    for e in program.equations:
+        args, flags = zip(*(read(a) for a in e.args))
+        if not any(flags):
+            env[id(e.out)] = (call_op(e.op, args, e.params), False)
+            continue
+        rule = BATCHING.get(e.op)
+        if rule is None:
+            raise NotImplementedError(f"vmap: op {e.op!r} has no batching rule: add one to course_lib.vmap.BATCHING")
+        env[id(e.out)] = (rule(list(args), list(flags), e, size), True)
+    results = []
+    for o in program.outputs:
+        value, b = read(o)
+        results.append(value if b else value.broadcast_to((size,) + value.shape))
+    return results
+
+
+def _moved(x: Tensor, source: int, destination: int) -> Tensor:
+    """``x`` with axis ``source`` moved to ``destination`` (a transpose)."""
+    axes = list(range(x.ndim))
+    axes.insert(destination % x.ndim, axes.pop(source % x.ndim))
+    return x.transpose(*axes)
+
+
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
+    """``f`` of one example -> ``f`` of a batch, as ``jax.vmap``.
+
+    ``in_axes``: for every argument, the axis of its batch (an int) or ``None`` (shared by
+    every example); one int or None applies to all. ``out_axes``: where the batch axis goes
+    in each result (an int for all). Arguments may be containers of Tensors and float
+    arrays; integer arrays cannot carry a batch (they are static to tracing).
+    """
+
+    def batched_f(*args: Any) -> Any:
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ValueError(f"vmap: in_axes has {len(axes)} entries but the function got {len(args)} arguments")
+        examples, inputs, flags, sizes = [], [], [], set()
+        for arg, axis in zip(args, axes):
+            leaves, structure = flatten(arg)
+            example = []
+            for leaf in leaves:
+                if not is_traced(leaf):
+                    if axis is not None and isinstance(leaf, np.ndarray):
+                        raise TypeError(
+                            "vmap: an integer or boolean array cannot carry a batch (it is static to tracing); "
+                            "pass floats (e.g. one-hot labels) or in_axes=None"
+                        )
+                    example.append(leaf)
+                    continue
+                x = leaf if isinstance(leaf, Tensor) else record("", np.asarray(leaf, dtype=np.float64), ())
+                if axis is not None:
+                    x = _moved(x, axis, 0) if axis % x.ndim else x
+                    sizes.add(x.shape[0])
+                example.append(np.asarray(x._data[0]) if axis is not None else x._data)
+                inputs.append(x)
+                flags.append(axis is not None)
+            examples.append(unflatten(structure, example))
+        if not sizes:
+            raise ValueError("vmap needs at least one batched argument (an in_axes entry that is not None)")
+        if len(sizes) != 1:
+            raise ValueError(f"vmap needs one batch size for all batched arguments, got sizes {sorted(sizes)}")
+        program, structure = trace(f, tuple(examples))
+        outs = batch_program(program, inputs + program.captured, flags + [False] * len(program.captured), sizes.pop())
+        if out_axes:
+            outs = [_moved(o, 0, out_axes) for o in outs]
+        return unflatten(structure, outs)
+
+    return batched_f

@@ -1,0 +1,210 @@
+"""jit: one compiled program per signature, the eager numbers, and the errors of tracing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from course_lib.datasets import load_iris
+from course_lib.functional import grad, value_and_grad
+from course_lib.jit import NUMPY, jit
+from course_lib.nn import MLP, SGD, cross_entropy
+from course_lib.simulate import drag_shot_height
+from course_lib.tensor import OPS, Tensor, affine, no_grad
+from course_lib.trace import TracingError, make_program
+
+X, Y, *_ = load_iris()
+LR = 0.1
+
+
+def loss(w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, x: Tensor, labels: np.ndarray) -> Tensor:
+    return cross_entropy(affine(affine(x, w1, b1).relu(), w2, b2), labels)
+
+
+def sgd_step(params: list, x: Any, labels: np.ndarray) -> tuple[Tensor, list[Tensor]]:
+    """One SGD step written as a function: the loss and the new parameters."""
+    value, grads = value_and_grad(loss, argnum=(0, 1, 2, 3))(*params, x, labels)
+    return value, [p - LR * g for p, g in zip(params, grads)]
+
+
+def test_a_jitted_sgd_step_of_the_iris_mlp_gives_the_eager_steps_numbers() -> None:
+    model = MLP([4, 16, 3], rng=0)
+    params = [p.data for p in model.parameters()]
+    step = jit(sgd_step)
+    for start in (0, 16, 32):  # three steps, a new batch each time
+        x, labels = X[start : start + 16], Y[start : start + 16]
+        value, params = step(params, x, labels)
+        model.zero_grad()
+        eager = cross_entropy(model(x), labels)
+        eager.backward()
+        SGD(model.parameters(), LR).step()
+        assert value.item() == eager.item()
+        for new, p in zip(params, model.parameters()):
+            np.testing.assert_array_equal(new.data, p.data)  # exactly, not approximately
+
+
+def test_the_generated_source_reads_like_the_hand_written_step() -> None:
+    params = [p.data for p in MLP([4, 16, 3], rng=0).parameters()]
+    source = jit(sgd_step).source(params, X[:16], Y[:16])
+    assert source.startswith("def sgd_step(a, b, c, d, e):\n    f = np.matmul(e, a)\n    f += b\n")
+    assert "np.maximum(f, 0.0)" in source and "np.sign(" in source and "identity" not in source
+    assert source.count("np.matmul") == 5  # 2 forward, 3 backward (none for x): nothing twice
+
+
+def test_one_program_per_signature_a_new_shape_retraces_never_broadcasts() -> None:
+    traces = []
+
+    def f(x: Tensor) -> Tensor:
+        traces.append(x.shape)  # a side effect: it happens while tracing only
+        return (x * x).sum(axis=0)
+
+    jf = jit(f)
+    np.testing.assert_array_equal(jf(np.ones((2, 3))).data, [2.0, 2.0, 2.0])
+    jf(np.full((2, 3), 2.0))
+    assert traces == [(2, 3)]
+    assert jf(np.ones((4, 1))).shape == (1,)  # a (4, 1) input is not broadcast into the (2, 3) program
+    assert traces == [(2, 3), (4, 1)] and len(jf.cache) == 2
+
+
+def test_static_arguments_are_part_of_the_signature() -> None:
+    jf = jit(lambda x, n: x * n if n > 2 else x - n, static_argnums=1)
+    assert jf(np.ones(2), 3).data.tolist() == [3.0, 3.0]
+    assert jf(np.ones(2), 1).data.tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="must be hashable"):
+        jit(lambda x, s: x, static_argnums=1)(np.ones(2), [1])
+
+
+def test_jit_of_grad_and_of_value_and_grad() -> None:
+    f = lambda x: (x.sin() * x).sum()  # noqa: E731
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_array_equal(jit(grad(f))(x).data, grad(f)(Tensor(x)).data)
+    value, g = jit(value_and_grad(f))(x)
+    assert value.item() == f(Tensor(x)).item()
+    np.testing.assert_array_equal(g.data, grad(f)(Tensor(x)).data)
+    assert jit(jit(f))(x).item() == f(Tensor(x)).item()  # a jitted function inside a trace is traced through
+
+
+def test_every_op_has_a_numpy_rule() -> None:
+    assert set(OPS) - set(NUMPY) == {"first_order"}  # first_order wraps NumPy-written rules: no forward
+
+
+def error_of(f: Any, *args: Any) -> str:
+    with pytest.raises(TracingError) as info:
+        jit(f)(*args)
+    return str(info.value)
+
+
+def test_python_control_flow_on_a_traced_value_names_the_users_line() -> None:
+    def f(x: Tensor) -> Tensor:
+        if x.sum() > 0:  # comparing makes no Tensor here; truth of the Tensor does
+            return x
+        return -x
+
+    def g(x: Tensor) -> Tensor:
+        return x if x.sum() else -x  # THE LINE
+
+    with pytest.raises(TypeError):
+        jit(f)(np.ones(2))  # Tensors do not compare with numbers
+    message = error_of(g, np.ones(2))
+    assert "Python control flow" in message and "test_jit.py" in message and "# THE LINE" in message
+    assert "where(condition, x, y)" in message and "static_argnums" in message
+
+
+def test_float_item_and_numpy_of_a_traced_value_are_refused() -> None:
+    assert "float() or .item()" in error_of(lambda x: x * float(x.sum()), np.ones(2))
+    assert "float() or .item()" in error_of(lambda x: x * x.sum().item(), np.ones(2))
+    assert "A NumPy call" in error_of(lambda x: x * np.asarray(x), np.ones(2))
+    assert "A NumPy call" in error_of(lambda x: x * x.data.sum(), np.ones(2))
+    assert "detach()" in error_of(lambda x: x.detach(), np.ones(2))
+
+
+def test_recording_switched_off_on_a_traced_value_is_refused() -> None:
+    def f(x: Tensor) -> Tensor:
+        with no_grad():
+            return x.exp()
+
+    assert "recording switched off" in error_of(f, np.ones(2))
+    with pytest.raises(TracingError):  # chapter 11's loop stops on a value: it cannot be traced
+        jit(drag_shot_height)(np.array([9.0, 0.8, 0.05]))
+
+
+def test_a_traced_value_escaping_its_trace_raises_when_used() -> None:
+    leaked = []
+
+    def f(x: Tensor) -> Tensor:
+        leaked.append(x * 2)
+        return x
+
+    make_program(f, np.ones(2))
+    with pytest.raises(TracingError, match="escaped its trace"):
+        leaked[0] + 1
+    with pytest.raises(TracingError, match="escaped its trace"):
+        leaked[0].exp()
+    assert repr(leaked[0]) == "Tracer(escaped)"
+
+
+def test_random_numbers_inside_jit_are_refused() -> None:
+    with pytest.raises(TracingError, match="draws random numbers"):
+        jit(lambda x: x + np.random.normal(size=2))(np.ones(2))
+    with pytest.raises(TracingError, match="random Generator"):
+        jit(lambda x, rng: x + rng.normal(size=2))(np.ones(2), np.random.default_rng(0))
+
+
+def test_jax_jit_oracle() -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    params = [p.data for p in MLP([4, 16, 3], rng=1).parameters()]
+
+    def jax_loss(w1, b1, w2, b2, x, labels):  # type: ignore[no-untyped-def]
+        logits = jnp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+        return -jax.nn.log_softmax(logits)[jnp.arange(len(labels)), labels].mean()
+
+    ours = jit(value_and_grad(loss, argnum=(0, 1, 2, 3)))(*params, X[:32], Y[:32])
+    theirs = jax.jit(jax.value_and_grad(jax_loss, argnums=(0, 1, 2, 3)))(*params, X[:32], Y[:32])
+    np.testing.assert_allclose(ours[0].data, theirs[0], rtol=1e-12)
+    for a, b in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(a.data, b, rtol=1e-10, atol=1e-14)
+
+
+def test_results_never_share_memory_with_the_callers_arrays() -> None:
+    x = np.arange(6.0)
+    jf = jit(lambda v: (v.reshape(2, 3), v, v * 2.0))
+    view, same, doubled = jf(x)
+    x[:] = -1.0  # the caller changes their array afterwards
+    np.testing.assert_array_equal(view.data, np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(same.data, np.arange(6.0))
+    assert jf.source(x).count(".copy()") == 2  # the view and the input itself, not the new array
+
+
+def test_dying_buffers_are_reused_but_never_one_still_needed() -> None:
+    def f(x: Tensor) -> tuple[Tensor, Tensor]:
+        e = x.exp()
+        t = e.T  # a view of e, used after e's last direct use
+        return e.sin() * 2.0, t + 1.0
+
+    x = np.random.default_rng(0).normal(size=(3, 3))
+    source = jit(f).source(x)
+    assert "np.sin(b)" in source and ", out=b)" not in source  # e lives on through its view
+    assert "np.multiply(c, 2.0, out=c)" in source
+    for got, want in zip(jit(f)(x), f(Tensor(x))):
+        np.testing.assert_array_equal(got.data, want.data)
+
+
+def test_a_closed_over_parameter_changed_after_tracing_is_refused() -> None:
+    model = MLP([4, 3], rng=0)
+    predict = jit(lambda x: model(x).sum())
+    before = predict(X[:2])
+    assert before.item() == model(X[:2]).sum().item()  # the parameters became constants of the program
+    model.layers[0].weight.data = model.layers[0].weight.data * 2.0
+    with pytest.raises(ValueError, match=r"'weight', shape \(4, 3\).*changed.*Pass it as an argument"):
+        predict(X[:2])
+
+
+def test_results_come_back_in_the_containers_f_returned() -> None:
+    jf = jit(lambda p: {"w": p["w"] * 2.0, (1, 2): [p["b"].exp(), (p["b"],)]})
+    out = jf({"w": np.ones(2), "b": np.zeros(1)})
+    assert set(out) == {"w", (1, 2)} and isinstance(out[(1, 2)], list) and isinstance(out[(1, 2)][1], tuple)
+    assert out["w"].data.tolist() == [2.0, 2.0] and out[(1, 2)][0].data.tolist() == [1.0]
