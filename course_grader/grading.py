@@ -465,7 +465,10 @@ EXPORT_COLUMNS = [
 
 
 def _safe_cell(cell: object) -> object:
-    """A text cell a spreadsheet would read as a formula, made plain text."""
+    """A number as plainly as it reads (10, 9.5); a text cell a spreadsheet would read as a
+    formula, made plain text."""
+    if isinstance(cell, float):
+        return f"{cell:g}"
     if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + cell
     return cell
