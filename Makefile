@@ -50,7 +50,7 @@ help:
 	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
-	@echo "make lint   - ruff and mypy (make test runs it)"
+	@echo "make lint   - ruff, mypy and the workflows (actionlint, zizmor); make test runs it"
 	@echo "make execute [NOTEBOOKS=...] - re-execute chapters and solutions in place, then regenerate exercises/"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
@@ -151,10 +151,16 @@ test: instructor-only setup-test setup-instructor lint
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  -o python_files='test_*.py' -q -rfEs
 
-# ruff (lint and format) and mypy, configured in pyproject.toml; `make test` runs it first.
+# ruff (lint and format) and mypy, configured in pyproject.toml, then the GitHub Actions
+# workflows: this repository's CI and the book workflow `make publish` gives the public tree
+# (actionlint for syntax, expressions and types; zizmor, offline, for security: unpinned
+# actions, broad permissions, kept credentials, template injection). `make test` runs it first.
+WORKFLOWS := $(wildcard .github/workflows/*.yml tools/github/*.yml)
 lint: setup
-	@echo "==> lint: ruff check, ruff format --check, mypy"
+	@echo "==> lint: ruff check, ruff format --check, mypy, actionlint, zizmor"
 	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . && $(BIN)/mypy
+	@$(BIN)/actionlint $(WORKFLOWS)
+	@$(BIN)/zizmor --offline --persona=pedantic --quiet $(WORKFLOWS)
 
 # Chapters and solutions are committed executed (nbval checks the outputs): after a change to
 # course_lib that alters what they print, re-execute them. exercises/ is generated from the
@@ -184,10 +190,10 @@ roster: instructor-only setup
 
 # One setting (course.toml) names the public repository, branch and release; every set-up
 # cell, launch button and README link is generated from it. Idempotent.
-#   make configure REPO=<owner>/<name> [BRANCH=main] [REF=<tag>]
+#   make configure REPO=<owner>/<name> [BRANCH=main] [REF=<tag>] [SITE=<the book's URL>]
 configure: setup
 	@$(PY) tools/course.py configure $(if $(REPO),--repo "$(REPO)") $(if $(BRANCH),--branch "$(BRANCH)") \
-	  $(if $(REF),--ref "$(REF)")
+	  $(if $(REF),--ref "$(REF)") $(if $(filter command line,$(origin SITE)),--site "$(SITE)")
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
@@ -212,6 +218,9 @@ lock: venv-support
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/pip-compile || $(PIP) "$$(grep '^pip-tools==' requirements.txt)" $(QUIET_PIP)
 	@echo "==> lock: pip-compile $(LOCK_INPUTS) -> $(LOCK)"
+	@# pip-compile keeps the pins of its output file where they still satisfy the inputs: start
+	@# from the current lock, so adding a requirement pins it without upgrading everything else.
+	@cp $(LOCK) $(LOCK).new
 	@$(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
 	  --no-header -o $(LOCK).new $(LOCK_INPUTS) $(QUIET_PIP)
 	@# Local version labels (torch's "+cpu" wheel on this machine) are dropped: "==2.13.0" still
