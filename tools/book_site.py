@@ -35,10 +35,14 @@ def _configure(app: Sphinx, config: Config) -> None:
         raise ConfigError(
             "html.baseurl is not set in _config.yml: run `make configure` (it writes the site URL of course.toml)"
         )
-    prefix = site_path(config.html_baseurl)
-    config.notfound_urls_prefix = prefix
-    home = f"{prefix}{config.root_doc}.html"
+    config.notfound_urls_prefix = site_path(config.html_baseurl)
     config.notfound_pagename = NOT_FOUND
+
+
+def _not_found_text(app: Sphinx) -> None:
+    """The 404 page's text, once the table of contents has set the book's home page (root_doc)."""
+    config = app.config
+    home = f"{config.notfound_urls_prefix}{config.root_doc}.html"
     config.notfound_context = {
         "title": "Page not found",
         "body": (
@@ -59,5 +63,6 @@ def _absolute_content_root(app: Sphinx, pagename: str, templatename: str, contex
 def setup(app: Sphinx) -> dict:
     app.setup_extension("notfound.extension")
     app.connect("config-inited", _configure, priority=100)  # before sphinx-notfound-page validates
+    app.connect("builder-inited", _not_found_text)
     app.connect("html-page-context", _absolute_content_root, priority=900)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
