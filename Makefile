@@ -43,7 +43,7 @@ QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
-	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
+	@echo "make setup-browser - Chromium, Selenium and axe-core for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
 	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
 	@echo "make configure REPO=owner/name [REF=tag] - retarget the course (course.toml)"
@@ -55,7 +55,7 @@ help:
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup sandbox $(ORACLE_STAMP)
-setup-browser: setup chromium $(BROWSER_STAMP)
+setup-browser: setup chromium $(BROWSER_STAMP) $(if $(wildcard tests/site/axe/package.json),$(AXE))
 setup-instructor: setup postgresql $(INSTRUCTOR_STAMP) $(PROXY)
 
 # $(call apt_install,what,test command,Debian packages,how to install it without apt)
@@ -101,6 +101,15 @@ postgresql:
 nodejs:
 	$(call apt_install,Node.js and npm (for JupyterHub's proxy),command -v npm,nodejs npm,\
 	  macOS: brew install node; Fedora: sudo dnf install nodejs npm)
+
+# axe-core for the browser tests' WCAG checks (tests/site/test_accessibility.py), from npm into a
+# project-local folder, exactly as tests/site/axe/package-lock.json pins it. The students' copy
+# (make publish) has no tests/, so there setup-browser skips it.
+AXE           := tests/site/axe/node_modules/axe-core/axe.min.js
+$(AXE): tests/site/axe/package.json tests/site/axe/package-lock.json | nodejs
+	@echo "==> set-up: installing axe-core (npm ci in tests/site/axe)"
+	@cd tests/site/axe && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
 
 # npm ci installs exactly deploy/proxy/package-lock.json.
 $(PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json | nodejs

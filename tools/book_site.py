@@ -10,11 +10,18 @@ site URL comes from ``course.toml`` and ``make configure`` writes it into ``_con
 - the 404 page's text, which links to the book's home page;
 - the 404 page's ``data-content_root`` (used by Sphinx's scripts to find ``_static/`` and the
   search index), which sphinx-notfound-page leaves relative.
+
+It also adds ``tools/book_static/accessibility.{css,js}`` to every page: figures on a white
+panel in dark mode, a visible keyboard focus ring, and the theme's controls named by the words
+they show (WCAG 2.1, checked by tests/site/test_accessibility.py). They are not in a root
+``_static/`` folder because Jupyter Book would then add every script of ``_vendor/`` (MathJax)
+to every page.
 """
 
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from sphinx.application import Sphinx
@@ -22,6 +29,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 
 NOT_FOUND = "404"
+STATIC = Path(__file__).resolve().parent / "book_static"
 
 
 def site_path(baseurl: str) -> str:
@@ -37,6 +45,7 @@ def _configure(app: Sphinx, config: Config) -> None:
         )
     config.notfound_urls_prefix = site_path(config.html_baseurl)
     config.notfound_pagename = NOT_FOUND
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
 
 
 def _not_found_text(app: Sphinx) -> None:
@@ -64,5 +73,7 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("notfound.extension")
     app.connect("config-inited", _configure, priority=100)  # before sphinx-notfound-page validates
     app.connect("builder-inited", _not_found_text)
+    app.add_css_file("accessibility.css")
+    app.add_js_file("accessibility.js")
     app.connect("html-page-context", _absolute_content_root, priority=900)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

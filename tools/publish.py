@@ -34,6 +34,7 @@ PUBLIC = [
     "benchmarks",
     "tools/mathjax_assets.py",
     "tools/book_site.py",
+    "tools/book_static",
     "_config.yml",
     "_toc.yml",
     "course.toml",
