@@ -45,9 +45,7 @@ def load_table(path: Path = TABLE) -> dict[str, dict[str, dict[str, str]]]:
 
 def draws_a_figure(cell: dict) -> int:
     """How many images the cell's stored outputs hold."""
-    return sum(
-        1 for out in cell.get("outputs", []) if any(key.startswith("image/") for key in out.get("data", {}))
-    )
+    return sum(1 for out in cell.get("outputs", []) if any(key.startswith("image/") for key in out.get("data", {})))
 
 
 def read(path: Path) -> dict:
@@ -106,7 +104,7 @@ def problems(root: Path = ROOT, table: dict | None = None) -> list[str]:
                 cell_id = cell.get("id")
                 images = draws_a_figure(cell) if cell.get("cell_type") == "code" else 0
                 if images and cell_id not in entries:
-                    found.append(f"{notebook}: cell {cell_id} draws {images} figure(s) but has no entry in figures.toml")
+                    found.append(f"{notebook}: cell {cell_id} draws {images} figure(s), no entry in figures.toml")
                 elif cell_id in entries and not images:
                     found.append(f"{notebook}: cell {cell_id} has an entry in figures.toml but draws no figure")
                 elif cell_id in entries:
