@@ -45,19 +45,19 @@ help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test-engine - the inner loop: engine and book-number tests (no services; under 2 minutes)"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
-	@echo "make setup-browser - Chromium and Selenium for the browser tests (CI installs them)"
+	@echo "make setup-browser - Chromium, Selenium and axe-core for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
 	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
 	@echo "make configure REPO=owner/name [REF=tag] - retarget the course (course.toml)"
 	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
 	@echo "make lock   - re-pin requirements.lock after changing a requirements file"
-	@echo "make lint   - ruff and mypy (make test runs it)"
+	@echo "make lint   - ruff, mypy and the workflows (actionlint, zizmor); make test runs it"
 	@echo "make execute [NOTEBOOKS=...] - re-execute chapters and solutions in place, then regenerate exercises/"
 
 setup: venv-support graphviz $(BASE_STAMP) mathjax
 setup-test: setup sandbox $(ORACLE_STAMP)
-setup-browser: setup chromium $(BROWSER_STAMP)
+setup-browser: setup chromium $(BROWSER_STAMP) $(if $(wildcard tests/site/axe/package.json),$(AXE))
 setup-instructor: setup postgresql $(INSTRUCTOR_STAMP) $(PROXY)
 
 # $(call apt_install,what,test command,Debian packages,how to install it without apt)
@@ -103,6 +103,15 @@ postgresql:
 nodejs:
 	$(call apt_install,Node.js and npm (for JupyterHub's proxy),command -v npm,nodejs npm,\
 	  macOS: brew install node; Fedora: sudo dnf install nodejs npm)
+
+# axe-core for the browser tests' WCAG checks (tests/site/test_accessibility.py), from npm into a
+# project-local folder, exactly as tests/site/axe/package-lock.json pins it. The students' copy
+# (make publish) has no tests/, so there setup-browser skips it.
+AXE           := tests/site/axe/node_modules/axe-core/axe.min.js
+$(AXE): tests/site/axe/package.json tests/site/axe/package-lock.json | nodejs
+	@echo "==> set-up: installing axe-core (npm ci in tests/site/axe)"
+	@cd tests/site/axe && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
 
 # npm ci installs exactly deploy/proxy/package-lock.json.
 $(PROXY): deploy/proxy/package.json deploy/proxy/package-lock.json | nodejs
@@ -162,10 +171,16 @@ test-engine: instructor-only setup $(ORACLE_STAMP)
 	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
 	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
 
-# ruff (lint and format) and mypy, configured in pyproject.toml; `make test` runs it first.
+# ruff (lint and format) and mypy, configured in pyproject.toml, then the GitHub Actions
+# workflows: this repository's CI and the book workflow `make publish` gives the public tree
+# (actionlint for syntax, expressions and types; zizmor, offline, for security: unpinned
+# actions, broad permissions, kept credentials, template injection). `make test` runs it first.
+WORKFLOWS := $(wildcard .github/workflows/*.yml tools/github/*.yml)
 lint: setup
-	@echo "==> lint: ruff check, ruff format --check, mypy"
+	@echo "==> lint: ruff check, ruff format --check, mypy, actionlint, zizmor"
 	@$(BIN)/ruff check --quiet . && $(BIN)/ruff format --check --quiet . && $(BIN)/mypy
+	@$(BIN)/actionlint $(WORKFLOWS)
+	@$(BIN)/zizmor --offline --persona=pedantic --quiet $(WORKFLOWS)
 
 # Chapters and solutions are committed executed (nbval checks the outputs): after a change to
 # course_lib that alters what they print, re-execute them. exercises/ is generated from the
@@ -195,10 +210,10 @@ roster: instructor-only setup
 
 # One setting (course.toml) names the public repository, branch and release; every set-up
 # cell, launch button and README link is generated from it. Idempotent.
-#   make configure REPO=<owner>/<name> [BRANCH=main] [REF=<tag>]
+#   make configure REPO=<owner>/<name> [BRANCH=main] [REF=<tag>] [SITE=<the book's URL>]
 configure: setup
 	@$(PY) tools/course.py configure $(if $(REPO),--repo "$(REPO)") $(if $(BRANCH),--branch "$(BRANCH)") \
-	  $(if $(REF),--ref "$(REF)")
+	  $(if $(REF),--ref "$(REF)") $(if $(filter command line,$(origin SITE)),--site "$(SITE)")
 	@$(MAKE) --no-print-directory release
 	@$(PY) tools/course.py check
 
@@ -223,6 +238,9 @@ lock: venv-support
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@test -x $(BIN)/pip-compile || $(PIP) "$$(grep '^pip-tools==' requirements.txt)" $(QUIET_PIP)
 	@echo "==> lock: pip-compile $(LOCK_INPUTS) -> $(LOCK)"
+	@# pip-compile keeps the pins of its output file where they still satisfy the inputs: start
+	@# from the current lock, so adding a requirement pins it without upgrading everything else.
+	@cp $(LOCK) $(LOCK).new
 	@$(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
 	  --no-header -o $(LOCK).new $(LOCK_INPUTS) $(QUIET_PIP)
 	@# Local version labels (torch's "+cpu" wheel on this machine) are dropped: "==2.13.0" still

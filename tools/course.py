@@ -1,10 +1,12 @@
 """The course's identity (``course.toml``) and every place generated from it.
 
-One setting names the public repository (owner/name), its branch and the release (a git tag)
-the notebooks install course_lib from. From it come each notebook's set-up cell, the book's
-repository and launch buttons (``_config.yml``) and the links in ``README.md``::
+One setting names the public repository (owner/name), its branch, the release (a git tag)
+the notebooks install course_lib from and the book's public URL (by default the GitHub Pages
+address of the repository, ``https://<owner>.github.io/<name>/``). From it come each
+notebook's set-up cell, the book's repository and launch buttons and its base URL
+(``_config.yml``: canonical links, sitemap, 404 page) and the links in ``README.md``::
 
-    python tools/course.py configure --repo OWNER/NAME [--branch B] [--ref TAG]
+    python tools/course.py configure --repo OWNER/NAME [--branch B] [--ref TAG] [--site URL]
     python tools/course.py check     # exit 1 and list every place that disagrees
 
 ``configure`` is idempotent: a second run changes nothing. It rewrites the set-up cells of
@@ -34,10 +36,21 @@ class Course:
     repository: str  # owner/name on GitHub
     branch: str
     release: str  # the tag the notebooks install course_lib from
+    site: str = ""  # the book's public URL; empty: the repository's GitHub Pages address
 
     @property
     def url(self) -> str:
         return f"https://github.com/{self.repository}"
+
+    @property
+    def site_url(self) -> str:
+        """Where the book is read: ``site`` if set, else the GitHub Pages address of the repository
+        (a project site under ``/<name>/``, or the root for a repository named ``<owner>.github.io``)."""
+        if self.site:
+            return self.site.rstrip("/") + "/"
+        owner, name = self.repository.split("/")
+        host = f"{owner.lower()}.github.io"
+        return f"https://{host}/" if name.lower() == host else f"https://{host}/{name}/"
 
     @property
     def install_spec(self) -> str:
@@ -58,19 +71,24 @@ class Course:
                 f"release must be a tag such as v0.1.0 (or a full commit hash), never a "
                 f"moving branch: got {self.release!r}"
             )
+        if self.site and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/-]*)?", self.site):
+            raise ValueError(f"site must be the book's URL, such as https://example.org/course/: got {self.site!r}")
         return self
 
 
 def load(root: Path = ROOT) -> Course:
     data = tomllib.loads((root / SETTINGS).read_text())["course"]
-    return Course(data["repository"], data["branch"], data["release"]).validate()
+    return Course(data["repository"], data["branch"], data["release"], data.get("site", "")).validate()
 
 
 def save(course: Course, root: Path = ROOT) -> None:
     path = root / SETTINGS
     text = path.read_text()
-    for key in ("repository", "branch", "release"):
-        text = re.sub(rf'(?m)^{key} = ".*"$', f'{key} = "{getattr(course, key)}"', text)
+    for key in ("repository", "branch", "release", "site"):
+        line = f'{key} = "{getattr(course, key)}"'
+        text, found = re.subn(rf'(?m)^{key} = ".*"$', line, text)
+        if not found:
+            text = text.rstrip("\n") + "\n" + line + "\n"
     path.write_text(text)
 
 
@@ -95,6 +113,7 @@ def readme_links(course: Course) -> str:
         [
             LINKS_START,
             f"- Public repository: <{course.url}> (branch `{course.branch}`)",
+            f"- The book online: <{course.site_url}> (GitHub Pages, deployed by the public repository's workflow)",
             f"- Open the first chapter in Colab: <{course.colab(FIRST_CHAPTER)}>",
             f"- Open the first assignment in Colab: <{course.colab(FIRST_ASSIGNMENT)}>",
             f'- Install the engine alone: `pip install "{course.install_spec}"`',
@@ -136,7 +155,9 @@ def _configure_notebook(path: Path, course: Course) -> bool:
 def _configure_text(text: str, course: Course, kind: str) -> str:
     if kind == "config":
         text = re.sub(r"(?m)^(repository:\n  url: ).*$", rf"\g<1>{course.url}", text)
-        return re.sub(r"(?m)^(repository:\n  url: .*\n  branch: ).*$", rf"\g<1>{course.branch}", text)
+        text = re.sub(r"(?m)^(repository:\n  url: .*\n  branch: ).*$", rf"\g<1>{course.branch}", text)
+        # html.baseurl: the only `baseurl:` key of _config.yml, two spaces in (under html:).
+        return re.sub(r"(?m)^(  baseurl: ).*$", rf"\g<1>{course.site_url}", text)
     start, end = text.index(LINKS_START), text.index(LINKS_END) + len(LINKS_END)
     return text[:start] + readme_links(course) + text[end:]
 
@@ -173,6 +194,8 @@ def check(root: Path = ROOT) -> list[str]:
     config = yaml.safe_load((root / "_config.yml").read_text())
     if config["repository"] != {"url": course.url, "branch": course.branch}:
         problems.append(f"_config.yml: repository is {config['repository']}")
+    if (baseurl := config.get("html", {}).get("baseurl")) != course.site_url:
+        problems.append(f"_config.yml: html.baseurl is {baseurl!r}, not {course.site_url!r}")
     readme = (root / "README.md").read_text()
     if readme_links(course) not in readme:
         problems.append("README.md: the links between the course-links markers are out of date")
@@ -194,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     conf.add_argument("--repo", help="owner/name of the public repository")
     conf.add_argument("--branch")
     conf.add_argument("--ref", help="the release tag the notebooks install, e.g. v0.2.0")
+    conf.add_argument(
+        "--site", help="the book's public URL when it is not https://<owner>.github.io/<name>/ ('' resets it)"
+    )
     sub.add_parser("check", help="list every place that disagrees with course.toml")
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -207,12 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         course = replace(
             current,
             **{k: v for k, v in {"repository": args.repo, "branch": args.branch, "release": args.ref}.items() if v},
+            **({"site": args.site} if args.site is not None else {}),
         )
         changed = configure(course)
     except ValueError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
-    print(f"==> configure: {course.repository} @ {course.release} (branch {course.branch})")
+    print(f"==> configure: {course.repository} @ {course.release} (branch {course.branch}), book at {course.site_url}")
     print("    changed: " + (", ".join(changed) if changed else "nothing, already configured"))
     return 0
 

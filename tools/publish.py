@@ -32,6 +32,8 @@ PUBLIC = [
     "course_lib",
     "benchmarks",
     "tools/mathjax_assets.py",
+    "tools/book_site.py",
+    "tools/book_static",
     "_config.yml",
     "_toc.yml",
     "course.toml",
@@ -47,6 +49,9 @@ PUBLIC = [
 ]
 # Instructor tooling inside a public folder: it needs course_grader, which stays private.
 PRIVATE = {"benchmarks/sandbox.py"}
+# Files the public tree holds under another name: the workflow that builds the book and deploys
+# it to GitHub Pages runs in the public repository only (the instructor's has its own CI).
+RENAMED = {"tools/github/book.yml": ".github/workflows/book.yml"}
 STUDENT_README = ROOT / "tools" / "README.student.md"
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
 
@@ -128,6 +133,14 @@ def _prepare(dest: Path) -> None:
             shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
 
 
+def workflow_for(identity: course.Course, text: str) -> str:
+    """The book workflow deploying from the public repository's branch (course.toml)."""
+    text, found = re.subn(r"(?m)^(    branches: )\[main\]$", rf"\g<1>[{identity.branch}]", text)
+    if found != 1:
+        raise SystemExit("ERROR: tools/github/book.yml must have one `branches: [main]` line for the branch")
+    return text
+
+
 def public_files(root: Path = ROOT) -> list[str]:
     """The files under PUBLIC: those git tracks, or every file outside a git checkout."""
     listing = subprocess.run(["git", "ls-files", "-z", "--", *PUBLIC], cwd=root, capture_output=True, text=True)
@@ -156,8 +169,11 @@ def publish(dest: Path, root: Path = ROOT) -> list[str]:
         target = dest / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / relative, target)
-    written = [name for name in PUBLIC if (dest / name).exists()]
     identity = course.load(root)
+    for source, renamed in RENAMED.items():
+        (dest / renamed).parent.mkdir(parents=True, exist_ok=True)
+        (dest / renamed).write_text(workflow_for(identity, (root / source).read_text()))
+    written = [name for name in PUBLIC if (dest / name).exists()] + [r.split("/")[0] for r in RENAMED.values()]
     readme = STUDENT_README.read_text()
     start, end = readme.index(course.LINKS_START), readme.index(course.LINKS_END) + len(course.LINKS_END)
     (dest / "README.md").write_text(readme[:start] + course.readme_links(identity) + readme[end:])

@@ -1,11 +1,13 @@
 """The rendered book in a real browser: headless Chromium driven by Selenium.
 
 The book is built strictly, as ``make book`` does, into a temporary folder (the ``site`` fixture
-of ``conftest.py``, shared with ``test_colab_path.py``), served on 127.0.0.1 and visited with every other host made
-unresolvable: a page that needs a CDN, a web font or any other outside resource shows a console
-error here, exactly as it would for a reader without a network. Every page of the toc must load
-without console errors, with its images, code cells and outputs, typeset math, working
-next/previous and sidebar navigation, and a search that finds "dual".
+of ``conftest.py``, shared with ``test_colab_path.py``), served on 127.0.0.1 as GitHub Pages
+serves it (under ``/<repository>/``, the path of course.toml's site URL, with ``404.html`` for
+any missing address) and visited with every other host made unresolvable: a page that needs a
+CDN, a web font or any other outside resource shows a console error here, exactly as it would
+for a reader without a network. Every page of the toc must load without console errors, with
+its images, stylesheets and scripts, code cells and outputs, typeset math, working
+next/previous and sidebar navigation, and a search that finds "dual" whose results resolve.
 
 Screenshots for review are saved as ``_build/screenshots/*.png``.
 
@@ -24,8 +26,9 @@ import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urlsplit
 
+import course  # tools/course.py
 import nbformat
 import pytest
 from built_site import html_path
@@ -43,18 +46,43 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 TIMEOUT = 60  # seconds for a page, its scripts and MathJax to settle
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
+# The path GitHub Pages serves the site under: /<repository>/ (or / for a <owner>.github.io site).
+SITE_PATH = urlsplit(course.load().site_url).path or "/"
+
+
+class PagesHandler(SimpleHTTPRequestHandler):
+    """The site under SITE_PATH only, and its 404.html (status 404) for any address it lacks,
+    as GitHub Pages does: a link that only works at the server's root fails here."""
+
+    def translate_path(self, path):
+        route = urlsplit(path).path
+        if not route.startswith(SITE_PATH):
+            return str(Path(self.directory) / "..." / "outside-the-site-path")  # never a file
+        return super().translate_path("/" + path[len(SITE_PATH) :])
+
+    def send_error(self, code, message=None, explain=None):
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def log_message(self, format, *args):  # keep the test output readable
         pass
 
 
 @pytest.fixture(scope="module")
 def server(site):
-    """Base URL of the built site served on a free port of 127.0.0.1."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
+    """Base URL of the built site served under SITE_PATH on a free port of 127.0.0.1."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(PagesHandler, directory=str(site)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    yield f"http://127.0.0.1:{httpd.server_address[1]}{SITE_PATH}"
     httpd.shutdown()
     httpd.server_close()
     thread.join()
@@ -117,13 +145,9 @@ def visit(driver, url: str) -> list[str]:
     driver.get_log("browser")  # drop what earlier pages logged
     driver.get(url)
     settle(driver)
-    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    if not driver.find_elements(By.CSS_SELECTOR, "link[rel~='icon']"):
-        # A page that declares no icon makes Chromium itself ask the server root for /favicon.ico
-        # (once per origin): a 404 there is no fault of the page. Once the book sets
-        # `html: favicon:` this exception no longer applies.
-        errors = [e for e in errors if not e.startswith(urljoin(url, "/favicon.ico") + " ")]
-    return errors
+    # Every page declares an icon (html.favicon): Chromium never asks the server's root for
+    # /favicon.ico, which is outside the site on GitHub Pages.
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
 def expected_cells(page: Path) -> tuple[int, int, int]:
@@ -149,6 +173,8 @@ return {
   cellInputs: article.querySelectorAll("div.cell div.cell_input").length,
   cellOutputs: article.querySelectorAll("div.cell div.cell_output").length,
   resources: performance.getEntriesByType("resource").map((e) => e.name),
+  failedResources: performance.getEntriesByType("resource").filter((e) => e.responseStatus >= 400)
+      .map((e) => `${e.name} (${e.responseStatus})`),
 };
 """
 
@@ -161,6 +187,7 @@ def test_page_renders_offline_without_errors(browser, server, page):
 
     foreign = [url for url in report["resources"] if not url.startswith((server, "data:", "blob:"))]
     assert foreign == [], f"the page fetched resources from outside the site: {foreign}"
+    assert report["failedResources"] == [], f"stylesheets, scripts or images not found: {report['failedResources']}"
     assert report["brokenImages"] == [], f"images that did not load: {report['brokenImages']}"
     assert report["emptyFigures"] == [], f"images or SVGs rendered with zero size: {report['emptyFigures']}"
 
@@ -235,6 +262,15 @@ def test_search_box_finds_dual(browser, server):
     )
     hrefs = [a.get_attribute("href") for a in results]
     assert any("/book/" in h for h in hrefs), f"searching 'dual' must find a chapter, found {hrefs}"
+    # Every result resolves under the site's path: the page exists and, for a section, its anchor.
+    for href in dict.fromkeys(hrefs):
+        assert href.startswith(server), f"a search result leaves the site: {href}"
+        assert visit(browser, href) == [], f"console errors on the search result {href}"
+        assert "Page not found" not in browser.title, f"the search result {href} is a missing page"
+        if fragment := urlsplit(href).fragment:
+            assert browser.execute_script("return !!document.getElementById(arguments[0])", fragment), (
+                f"the search result {href} names an anchor the page lacks"
+            )
 
 
 MATH_PAGES = [p for p in PAGES if p.suffix == ".ipynb" and p.parent.name == "book" and "$" in p.read_text()]
@@ -333,3 +369,22 @@ def test_graph_labels_are_at_least_body_text_size(browser, server, page):
         f"graph labels smaller than the body text ({report['body']:.1f} px) on "
         f"{html_path(page)}: " + ", ".join(f"{d['src']}: {d['smallest']:.1f} px" for d in small)
     )
+
+
+def test_a_missing_page_at_any_depth_gets_the_404_page_that_links_home(browser, server):
+    home = server + html_path(PAGES[0])
+    for missing in ["no-such-page.html", "book/no/such/chapter/deep.html"]:
+        url = server + missing
+        errors = [e for e in visit(browser, url) if not e.startswith(url + " ")]  # the page's own 404
+        assert errors == [], f"console errors on the 404 page at {missing}: {errors}"
+        report = browser.execute_script(PAGE_REPORT)
+        assert report["failedResources"] == [], f"the 404 page at {missing} misses {report['failedResources']}"
+        assert report["title"].rstrip("#").strip() == "Page not found"
+        styled = browser.execute_script(
+            "return getComputedStyle(document.querySelector('.bd-header, header')).display !== 'inline'"
+        )
+        assert styled, "the theme's stylesheet did not apply on the 404 page"
+        link = browser.find_element(By.LINK_TEXT, "Go to the book's home page")
+        assert link.get_attribute("href") == home
+    click(browser, link)
+    assert browser.current_url == home

@@ -3,6 +3,7 @@ public tree without solutions, and code valid on every Python the course support
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -394,3 +395,127 @@ def test_code_is_valid_on_every_supported_python():
         proc = subprocess.run([exe, "-c", COMPILE_ALL], input=sources, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == {}, f"invalid on Python {version}: {proc.stdout}"
+
+
+# -- the workflows: CI here, the book on GitHub Pages in the public tree ---------------------------
+
+CI_WORKFLOW = ROOT / ".github/workflows/ci.yml"
+BOOK_WORKFLOW = ROOT / "tools/github/book.yml"
+BIN = Path(sys.executable).parent
+FULL_SHA = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
+
+
+def workflow(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def steps_using(job: dict, action: str) -> list[dict]:
+    return [s for s in job["steps"] if s.get("uses", "").startswith(action + "@")]
+
+
+def test_public_tree_carries_the_book_workflow(public):
+    published = public / ".github/workflows/book.yml"
+    assert published.is_file(), "make publish must write the workflow that deploys the book"
+    assert published.read_text() == BOOK_WORKFLOW.read_text().replace(
+        "branches: [main]", f"branches: [{course.load().branch}]"
+    )
+    book = workflow(published)
+    assert book["on"]["push"]["branches"] == [course.load().branch]
+    build, deploy = book["jobs"]["build"], book["jobs"]["deploy"]
+    assert [s["run"] for s in build["steps"] if s.get("run", "").strip() == "make book"], "the README's make book"
+    [upload] = steps_using(build, "actions/upload-pages-artifact")
+    assert upload["with"]["path"] == "_build/html"
+    assert steps_using(build, "actions/configure-pages") and steps_using(deploy, "actions/deploy-pages")
+    assert deploy["needs"] == "build" and deploy["environment"]["name"] == "github-pages"
+    # Least privilege: nothing at the top, read-only building, Pages and OIDC for deploying only.
+    assert book["permissions"] == {}
+    assert build["permissions"] == {"contents": "read", "pages": "read"}
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    # The students' README says how to turn Pages on and where the book appears.
+    readme = (public / "README.md").read_text()
+    assert "Source: GitHub Actions" in readme and course.load().site_url in readme
+
+
+def test_ci_workflow_runs_the_readme_commands_on_pushes_and_pull_requests():
+    ci = workflow(CI_WORKFLOW)
+    assert set(ci["on"]) == {"push", "pull_request"}
+    assert ci["permissions"] == {}
+    [job] = ci["jobs"].values()
+    assert job["permissions"] == {"contents": "read"}
+    assert [s["run"] for s in job["steps"] if "run" in s] == ["bash .ci/run"]
+    versions = steps_using(job, "actions/setup-python")[0]["with"]["python-version"].split()
+    assert {"3.11", "3.12", "3.13"} <= set(versions), "the tests compile the code under every supported Python"
+
+
+@pytest.mark.parametrize("path", [CI_WORKFLOW, BOOK_WORKFLOW], ids=["ci", "book"])
+def test_workflow_actions_are_pinned_to_commits_without_kept_credentials(path):
+    for job in workflow(path)["jobs"].values():
+        for step in job["steps"]:
+            if "uses" in step:
+                assert FULL_SHA.match(step["uses"]), f"{path.name}: {step['uses']} is not pinned to a full commit SHA"
+                assert re.search(rf"{re.escape(step['uses'])} # v\d", path.read_text()), "say which tag the SHA is"
+        for step in steps_using(job, "actions/checkout"):
+            assert step["with"]["persist-credentials"] is False
+
+
+def linters(*paths: Path) -> dict[str, subprocess.CompletedProcess]:
+    """actionlint and zizmor as `make lint` runs them."""
+    files = [str(p) for p in paths]
+    run = functools.partial(subprocess.run, capture_output=True, text=True)
+    return {
+        "actionlint": run([str(BIN / "actionlint"), *files]),
+        "zizmor": run([str(BIN / "zizmor"), "--offline", "--persona=pedantic", "--quiet", *files]),
+    }
+
+
+def test_make_lint_checks_both_workflows_and_they_are_clean(public):
+    proc = make("-n", "lint", cwd=ROOT)
+    assert "actionlint" in proc.stdout and "zizmor" in proc.stdout, proc.stdout
+    assert ".github/workflows/ci.yml" in proc.stdout and "tools/github/book.yml" in proc.stdout
+    for name, result in linters(CI_WORKFLOW, BOOK_WORKFLOW, public / ".github/workflows/book.yml").items():
+        assert result.returncode == 0, f"{name} reports:\n{result.stdout}\n{result.stderr}"
+
+
+def test_linters_fail_on_a_planted_bad_workflow(tmp_path):
+    """An unpinned action, a token kept in .git/config, write-all permissions and a pull request's
+    title pasted into a shell: zizmor names each; a typo in a key fails actionlint."""
+    text = CI_WORKFLOW.read_text()
+    bad = text.replace(re.search(r"actions/checkout@[0-9a-f]{40}", text)[0], "actions/checkout@v4")
+    bad = bad.replace("        with:\n          persist-credentials: false\n", "")  # the token stays in .git
+    bad = bad.replace("permissions: {}", "permissions: write-all")
+    bad = bad.replace("run: bash .ci/run", 'run: echo "${{ github.event.pull_request.title }}" && bash .ci/run')
+    planted = tmp_path / "bad.yml"
+    planted.write_text(bad)
+    result = linters(planted)["zizmor"]
+    assert result.returncode != 0
+    for audit in ["unpinned-uses", "artipacked", "excessive-permissions", "template-injection"]:
+        assert audit in result.stdout, f"zizmor did not report {audit}:\n{result.stdout}"
+    typo = tmp_path / "typo.yml"
+    typo.write_text(text.replace("runs-on:", "run-on:"))
+    result = linters(typo)["actionlint"]
+    assert result.returncode != 0 and "run-on" in result.stdout, result.stdout
+
+
+def test_configure_derives_the_site_url_and_writes_the_base_url(course_copy):
+    assert course.Course("A-Teacher/autodiff-fall", "main", "v1.0.0").site_url == (
+        "https://a-teacher.github.io/autodiff-fall/"
+    )
+    assert course.Course("a-teacher/a-teacher.github.io", "main", "v1.0.0").site_url == "https://a-teacher.github.io/"
+    with pytest.raises(ValueError, match="site"):
+        course.Course("a/b", "main", "v1.0.0", "not a url").validate()
+    fork = course.Course("a-teacher/autodiff-fall", "main", "v1.0.0")
+    course.configure(fork, root=course_copy)
+    config = yaml.safe_load((course_copy / "_config.yml").read_text())
+    assert config["html"]["baseurl"] == "https://a-teacher.github.io/autodiff-fall/"
+    assert 'site = ""' in (course_copy / "course.toml").read_text()
+    custom = course.Course("a-teacher/autodiff-fall", "main", "v1.0.0", "https://autodiff.example.org")
+    course.configure(custom, root=course_copy)
+    assert course.load(course_copy) == custom
+    assert (
+        yaml.safe_load((course_copy / "_config.yml").read_text())["html"]["baseurl"] == "https://autodiff.example.org/"
+    )
+    assert course.configure(custom, root=course_copy) == [], "a second run must change nothing"
+    # (exercises/ would be regenerated by `make configure`; the configuration itself agrees)
+    assert [p for p in course.check(course_copy) if not p.startswith("exercises/")] == []
