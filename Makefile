@@ -27,6 +27,9 @@ BROWSER_STAMP := $(VENV)/.stamp-browser
 INSTRUCTOR_STAMP := $(VENV)/.stamp-instructor
 # JupyterHub's proxy (deploy/), from npm, installed into this project-local folder.
 PROXY         := deploy/proxy/node_modules/.bin/configurable-http-proxy
+# axe-core for the browser tests, from npm (tests/site/axe). Defined before the set-up targets
+# that name it: make expands a rule's prerequisites when it reads the rule.
+AXE           := tests/site/axe/node_modules/axe-core/axe.min.js
 # The gradebook: one setting, DB_URL (default: the sqlite file gradebook.db), read by
 # nbgrader_config.py. `make release DB_URL=postgresql+psycopg://...` passes it to nbgrader.
 ifdef DB_URL
@@ -107,7 +110,6 @@ nodejs:
 # axe-core for the browser tests' WCAG checks (tests/site/test_accessibility.py), from npm into a
 # project-local folder, exactly as tests/site/axe/package-lock.json pins it. The students' copy
 # (make publish) has no tests/, so there setup-browser skips it.
-AXE           := tests/site/axe/node_modules/axe-core/axe.min.js
 $(AXE): tests/site/axe/package.json tests/site/axe/package-lock.json | nodejs
 	@echo "==> set-up: installing axe-core (npm ci in tests/site/axe)"
 	@cd tests/site/axe && npm ci --no-audit --no-fund --loglevel=error >/dev/null
