@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import time
-import timeit
 from collections.abc import Callable
 
 from benchmarks import workloads  # first: it pins every engine to one thread before NumPy is imported
@@ -38,17 +37,6 @@ torch = workloads.torch
 LR = 0.1
 CHAIN = 100
 X_IRIS, Y_IRIS, *_ = load_iris()
-
-
-def best_times(candidates: dict[str, Callable[[], object]], number: int, rounds: int) -> dict[str, float]:
-    """CPU seconds per call of each candidate: the minimum over ``rounds``, candidates taking turns."""
-    for fn in candidates.values():
-        fn()
-    best = {name: float("inf") for name in candidates}
-    for _ in range(rounds):
-        for name, fn in candidates.items():
-            best[name] = min(best[name], timeit.Timer(fn, timer=time.process_time).timeit(number) / number)
-    return best
 
 
 # ----------------------------------------------------------------------------- 1. the MLP step
@@ -109,7 +97,7 @@ def time_step(size: int, rounds: int) -> dict[str, float]:
     params = [p.data.copy() for p in MLP([4, 16, 3], rng=0).parameters()]
     step = jit(sgd_step)
     code = step.lookup(params, x, labels).function
-    return best_times(
+    return workloads.best_times(
         {
             "NumPy by hand": lambda: numpy_step(params, x, labels),
             "jit(step)": lambda: step(params, x, labels),
@@ -157,7 +145,7 @@ def print_chain(rounds: int) -> list[tuple[str, float, str]]:
             y.sum().backward()
 
         candidates["PyTorch eager"] = torch_chain
-    times = best_times(candidates, number=20, rounds=rounds)
+    times = workloads.best_times(candidates, number=20, rounds=rounds)
     print(f"\n2. A chain of {CHAIN} tiny elementwise ops (4 elements), forward + backward")
     for name, t in times.items():
         print(f"   {name:<32}{t / CHAIN * 1e6:>9.3f} us per op")
@@ -206,7 +194,7 @@ def print_per_example(rounds: int) -> list[tuple[str, float, str]]:
         for i in range(64):
             jitted_one(*params, x[i], onehot[i])
 
-    times = best_times(
+    times = workloads.best_times(
         {
             "NumPy by hand, batched": lambda: numpy_per_example(params, x, onehot),
             "jit(vmap(grad))": lambda: compiled(*params, x, onehot),

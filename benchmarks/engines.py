@@ -32,32 +32,15 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import sys
-import time
-import timeit
 from pathlib import Path
 
 import workloads  # first: it pins every engine to one thread before NumPy is imported
 
 # isort: split
 import numpy as np
-from workloads import CHAIN, SIZES, autograd, torch
+from workloads import CHAIN, SIZES, autograd, best_times, torch
 
 BATCHES = (workloads.BATCH, 16)  # large: the arithmetic dominates; small: the engine's bookkeeping shows
-
-
-def best_times(candidates: workloads.Candidates, number: int, rounds: int) -> dict[str, float]:
-    """CPU seconds per call of each candidate: the minimum over ``rounds``, candidates interleaved.
-
-    CPU time of this process (not wall-clock time) leaves out the time other programs
-    hold the core, so the numbers hold up on a busy machine.
-    """
-    for fn in candidates.values():  # warm up (imports, caches, allocator)
-        fn()
-    best = {name: float("inf") for name in candidates}
-    for _ in range(rounds):
-        for name, fn in candidates.items():
-            best[name] = min(best[name], timeit.Timer(fn, timer=time.process_time).timeit(number) / number)
-    return best
 
 
 def mlp_candidates(batch: int) -> workloads.Candidates:

@@ -47,3 +47,17 @@ def nbgrader(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc
+
+
+def released_course(folder: Path, assignment: str, root: Path) -> Path:
+    """A throw-away course in ``folder/course``: the repository's nbgrader_config.py and one
+    assignment's source notebook, released (``nbgrader generate_assignment``) as ``make
+    release`` does."""
+    import shutil
+
+    course = folder / "course"
+    course.mkdir()
+    shutil.copy(root / "nbgrader_config.py", course)
+    shutil.copytree(root / "solutions" / assignment, course / "solutions" / assignment)
+    nbgrader("generate_assignment", assignment, "--force", cwd=course)
+    return course

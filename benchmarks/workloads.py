@@ -25,6 +25,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 import ctypes  # noqa: E402
 import ctypes.util  # noqa: E402
 import math  # noqa: E402
+import time  # noqa: E402
+import timeit  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
@@ -64,6 +66,21 @@ BATCH = 256
 CHAIN = 10_000
 
 Candidates = dict[str, Callable[[], object]]
+
+
+def best_times(candidates: Candidates, number: int, rounds: int) -> dict[str, float]:
+    """CPU seconds per call of each candidate: the minimum over ``rounds``, candidates interleaved.
+
+    CPU time of this process (not wall-clock time) leaves out the time other programs
+    hold the core, so the numbers hold up on a busy machine.
+    """
+    for fn in candidates.values():  # warm up (imports, caches, allocator)
+        fn()
+    best = {name: float("inf") for name in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            best[name] = min(best[name], timeit.Timer(fn, timer=time.process_time).timeit(number) / number)
+    return best
 
 
 def use_one_core() -> None:

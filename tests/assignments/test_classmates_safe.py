@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, fill_in, nbgrader
+from nbgrader_helpers import ROOT, fill_in, released_course
 
 from course_grader.grading import ClassGrader
 from course_grader.sandbox import Limits
@@ -71,11 +70,7 @@ def check_scores(scores: dict[str, float], bomber_points: float) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="grading as root needs root (CI runs as root)")
 def test_bombs_cost_only_their_parts_graded_as_root(tmp_path):
-    course = tmp_path / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT)
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
+    course = released_course(tmp_path, ASSIGNMENT, ROOT)
     write_class(course, BOMBS)
     grader = ClassGrader(course, timeout=8, log=lambda *a: None, limits=Limits(wall_seconds=40, cpu_seconds=40))
     assert grader.sandbox.groups is not None, "as root the grader must put each sandbox in control groups"

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import csv
-import shutil
 
 import nbformat
-from nbgrader_helpers import ROOT, fill_in, nbgrader
+from nbgrader_helpers import ROOT, fill_in, released_course
 
 from course_grader.grading import ClassGrader
 
@@ -14,11 +13,7 @@ ASSIGNMENT = "ps01_finite_differences"
 
 
 def test_a_broken_set_up_sends_every_hand_in_to_a_human(tmp_path):
-    course = tmp_path / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT)
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
+    course = released_course(tmp_path, ASSIGNMENT, ROOT)
     name = f"{ASSIGNMENT}.ipynb"
     source_path = course / "solutions" / ASSIGNMENT / name
     source = nbformat.read(source_path, as_version=4)
