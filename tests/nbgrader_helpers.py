@@ -8,9 +8,18 @@ import importlib.util
 import nbformat
 from paths import ROOT
 
-from benchmarks.handins import BIN, answer_cells, fill_in, nbgrader, nbgrader_meta
+from benchmarks.handins import BIN, answer_cells, fill_in, nbgrader, nbgrader_meta, released_course
 
-__all__ = ["BIN", "answer_cells", "fill_in", "graded_cells", "load_mistakes", "nbgrader", "nbgrader_meta"]
+__all__ = [
+    "BIN",
+    "answer_cells",
+    "fill_in",
+    "graded_cells",
+    "load_mistakes",
+    "nbgrader",
+    "nbgrader_meta",
+    "released_course",
+]
 
 
 def load_mistakes(assignment: str) -> dict:
