@@ -36,11 +36,10 @@ import numpy as np
 
 # Operations the judge asks of the runner's objects (and the runner of the judge's, where allowed).
 OPS = (
-    "global",  # the value of a notebook name
     "setup",  # what the set-up cells bound to a name
     "setglobal",  # bind a notebook name (the judge's reference solutions)
-    "getattr",
-    "attribute",  # getattr that says "a method" instead of sending a bound method
+    "getattr",  # the runner asks it of the judge's objects
+    "attribute",  # the judge's getattr: says "a method" instead of sending a bound method
     "callmethod",
     "setattr",
     "call",

@@ -161,19 +161,12 @@ def serve(message: dict) -> Any:
     op = message.get("op")
     decode = JUDGE.codec.decode
     SET_RECURSION_LIMIT(1000)  # the interpreter's own, whatever answer code did to sys
-    if op == "global":
-        name = str(message.get("name"))
-        if name not in NAMESPACE:
-            raise NameError(f"name '{name}' is not defined")
-        return NAMESPACE[name]
     if op == "setup":
         return JUDGE.codec.setup_function(str(message.get("name")))
     if op == "setglobal":
         NAMESPACE[str(message.get("name"))] = decode(message.get("value"))
         return None
     target = decode(message.get("target"))
-    if op == "getattr":
-        return getattr(target, str(message.get("name")))
     if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
         value = getattr(target, str(message.get("name")))
         bound = getattr(value, "__self__", None) is target and callable(value)
