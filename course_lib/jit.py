@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from course_lib.passes import simplify
-from course_lib.program import Atom, Equation, Program, Var, show
-from course_lib.tensor import Tensor, record
-from course_lib.trace import Tracer, trace, unflatten
+from course_lib.program import Atom, Equation, Program, Var, run, show
+from course_lib.tensor import Tensor, is_grad_enabled
+from course_lib.tensor.core import constant
+from course_lib.trace import Tracer, flatten, is_traced, trace, unflatten
 
 __all__ = ["jit", "Jitted", "compile_program", "NUMPY"]
 
@@ -91,6 +91,7 @@ NUMPY: dict[str, Emit] = {
     "sigmoid": _sigmoid,
     "relu": lambda out, a, e, lit: [f"{out} = np.maximum({a[0]}, 0.0)"],
     "clip": lambda out, a, e, lit: [f"{out} = np.clip({a[0]}, {lit(e.params[0])}, {lit(e.params[1])})"],
+    "ge": lambda out, a, e, lit: [f"{out} = np.greater_equal({a[0]}, {a[1]}).astype(np.float64)"],
     "where": lambda out, a, e, lit: [f"{out} = np.where({lit(e.params[0])}, {a[0]}, {a[1]})"],
     "sum": _reduce("sum"),
     "mean": _reduce("mean"),
@@ -188,10 +189,10 @@ def _reusable(program: Program) -> dict[int, str]:
 class _Compiled:
     """One entry of the cache: the compiled function, its source and how to rebuild the result."""
 
-    __slots__ = ("function", "source", "program", "rebuild")
+    __slots__ = ("function", "source", "program", "structure", "rebuild")
 
     def __init__(self, function: Callable[..., tuple], source: str, program: Program, structure: Any) -> None:
-        self.function, self.source, self.program = function, source, program
+        self.function, self.source, self.program, self.structure = function, source, program, structure
         self.rebuild = _rebuilder(structure)
 
 
@@ -214,9 +215,9 @@ def _rebuilder(structure: Any) -> Callable[[tuple], Any]:
         return f"[{items}]" if s[0] is list else f"({items})"
 
     try:
-        return eval(f"lambda r: {expression(structure)}", {"T": partial(record, "", parents=())})
+        return eval(f"lambda r: {expression(structure)}", {"T": constant})
     except TypeError:  # dict keys that do not print as Python
-        return lambda results: unflatten(structure, [record("", r, ()) for r in results])
+        return lambda results: unflatten(structure, [constant(r) for r in results])
 
 
 def _static_key(x: Any) -> Any:
@@ -238,13 +239,16 @@ class _Traced(Exception):
     """Raised while reading the arguments when one is a Tracer: jit is inside another trace."""
 
 
-def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
-    """Add the signature of argument ``x`` to ``key`` and its traced arrays to ``arrays``:
-    what :func:`~course_lib.trace.flatten` and ``is_traced`` decide, in one quick pass."""
+def _signature(x: Any, key: list[Any], arrays: list[np.ndarray], graph: list[Tensor]) -> None:
+    """Add the signature of argument ``x`` to ``key``, its traced arrays to ``arrays`` and
+    its Tensors that require grad to ``graph``: what :func:`~course_lib.trace.flatten` and
+    ``is_traced`` decide, in one quick pass."""
     kind = type(x)
     if kind is Tensor:
         arrays.append(x._data)
         key.append(x._data.shape)
+        if x.requires_grad:
+            graph.append(x)
     elif kind is np.ndarray and x.dtype is _FLOAT64:
         arrays.append(x)
         key.append(x.shape)
@@ -254,17 +258,19 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray]) -> None:
     elif kind is list or kind is tuple:
         key.append((kind, len(x)))
         for item in x:
-            _signature(item, key, arrays)
+            _signature(item, key, arrays, graph)
     elif kind is dict:
         names = sorted(x, key=repr)
         key.append((dict, tuple(names)))
         for name in names:
-            _signature(x[name], key, arrays)
+            _signature(x[name], key, arrays, graph)
     elif isinstance(x, Tracer):
         raise _Traced
     elif isinstance(x, Tensor):
         arrays.append(x._data)
         key.append(x._data.shape)
+        if x.requires_grad:
+            graph.append(x)
     else:
         key.append(_static_key(x))
 
@@ -275,23 +281,28 @@ class Jitted:
     def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...]) -> None:
         self.f, self.static = f, frozenset(static_argnums)
         self.cache: dict[Any, _Compiled] = {}
+        self.keywords: dict[tuple[int, tuple[str, ...]], Jitted] = {}
         self.__name__ = getattr(f, "__name__", "jitted")
         self.__doc__ = getattr(f, "__doc__", None)
 
-    def _split(self, args: tuple) -> tuple[Any, list[np.ndarray]]:
-        """The signature of ``args`` (shapes of traced leaves, values of static ones) and the traced arrays."""
+    def _split(self, args: tuple) -> tuple[Any, list[np.ndarray], list[Tensor]]:
+        """The signature of ``args`` (shapes of traced leaves, values of static ones), the
+        traced arrays, and the Tensors among them that require grad."""
         key: list[Any] = []
         arrays: list[np.ndarray] = []
+        graph: list[Tensor] = []
         for i, arg in enumerate(args):
             if i in self.static:
                 key.append(("static", _static_key(arg)))
             else:
-                _signature(arg, key, arrays)
-        return tuple(key), arrays
+                _signature(arg, key, arrays, graph)
+        return tuple(key), arrays, graph
 
-    def lookup(self, *args: Any) -> _Compiled:
+    def lookup(self, *args: Any, **kwargs: Any) -> _Compiled:
         """The compiled entry for the signature of ``args``, tracing and compiling it on a miss."""
-        key, _ = self._split(args)
+        if kwargs:
+            return self._with_keywords(kwargs, args).lookup(*args, *kwargs.values())
+        key = self._split(args)[0]
         entry = self.cache.get(key)
         if entry is None:
             program, structure = trace(self.f, args, self.static)
@@ -300,29 +311,57 @@ class Jitted:
             entry = self.cache[key] = _Compiled(function, source, program, structure)
         return entry
 
-    def __call__(self, *args: Any) -> Any:
+    def _with_keywords(self, kwargs: dict[str, Any], args: tuple) -> Jitted:
+        """The jitted function of the positional arguments then the keyword ones (one per set of names)."""
+        n, names = len(args), tuple(kwargs)
+        inner = self.keywords.get((n, names))
+        if inner is None:
+            f = self.f
+            inner = Jitted(lambda *a: f(*a[:n], **dict(zip(names, a[n:]))), tuple(self.static))
+            inner.__name__ = self.__name__
+            self.keywords[n, names] = inner
+        return inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return self._with_keywords(kwargs, args)(*args, *kwargs.values())
         try:
-            key, arrays = self._split(args)
+            key, arrays, graph = self._split(args)
         except _Traced:
             return self.f(*args)  # inside another trace: trace straight through
         entry = self.cache.get(key) or self.lookup(*args)
-        for tensor, version in entry.program.closed_over:
+        closed_over = entry.program.closed_over
+        for tensor, version in closed_over:
             if tensor._version != version:
                 raise ValueError(
                     f"jit: {self.__name__} uses a Tensor it does not take as an argument "
                     f"({f'{tensor.label!r}, ' if tensor.label else ''}shape {tensor.shape}), whose values changed "
                     "after it was traced; the compiled program holds the old values. Pass it as an argument"
                 )
-        results = entry.function(*arrays)
-        return entry.rebuild(results)
+        if (graph or closed_over) and is_grad_enabled():
+            return self._differentiable(entry, args)
+        return entry.rebuild(entry.function(*arrays))
 
-    def source(self, *args: Any) -> str:
-        """The generated Python of the program for ``args``' signature."""
-        return self.lookup(*args).source
+    def _differentiable(self, entry: _Compiled, args: tuple) -> Any:
+        """The program run op by op by the eager engine, so gradients reach the arguments
+        and parameters that require grad (``grad(jit(f))``, ``jit(f)(x).backward()``)."""
+        leaves = [
+            leaf if isinstance(leaf, Tensor) else constant(np.asarray(leaf, dtype=np.float64))
+            for i, arg in enumerate(args)
+            if i not in self.static
+            for leaf in flatten(arg)[0]
+            if is_traced(leaf)
+        ]
+        parameters = {id(t._data): t for t, _ in entry.program.closed_over}
+        return unflatten(entry.structure, run(entry.program, leaves, parameters))
 
-    def program(self, *args: Any) -> Program:
-        """The simplified program for ``args``' signature."""
-        return self.lookup(*args).program
+    def source(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python of the program for the signature of the arguments."""
+        return self.lookup(*args, **kwargs).source
+
+    def program(self, *args: Any, **kwargs: Any) -> Program:
+        """The simplified program for the signature of the arguments."""
+        return self.lookup(*args, **kwargs).program
 
 
 def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Jitted:
@@ -333,6 +372,11 @@ def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Ji
     ``static_argnums``, numbers, and integer or boolean arrays (class labels, masks).
     A new signature traces again; a known one runs the cached code, which gives the
     eager engine's numbers. Results are Tensors (constants: differentiate ``f``
-    inside, ``jit(grad(f))``). Side effects such as ``print`` happen only while tracing.
+    inside, ``jit(grad(f))``), except where gradients are wanted: when an argument or a
+    parameter ``f`` closes over requires grad (and recording is on), the program runs op by
+    op on the eager engine instead, so ``grad(jit(f))`` and ``jit(f)(x).backward()`` give
+    the eager gradients (at eager speed; call under ``no_grad()`` for the compiled code).
+    Keyword arguments are traced like positional ones. Side effects such as ``print``
+    happen only while tracing.
     """
     return Jitted(f, (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))

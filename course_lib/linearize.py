@@ -68,6 +68,7 @@ JVP: dict[str, Jvp] = {
     "sqrt": lambda p, t, out, params: t[0] / (2.0 * out),
     "abs": lambda p, t, out, params: t[0] * p[0].sign(),
     "sign": lambda p, t, out, params: t[0] * 0.0,
+    "ge": lambda p, t, out, params: t[0] * 0.0 + t[1] * 0.0,
     "clip": lambda p, t, out, params: t[0] * _mask((p[0]._data >= params[0]) & (p[0]._data <= params[1])),
     "max": _max_jvp,
     "softmax": lambda p, t, out, params: out * (t[0] - (t[0] * out).sum(axis=params[0], keepdims=True)),

@@ -21,7 +21,7 @@ import numpy as np
 
 from course_lib.tensor import OPS, Tensor, no_grad, record
 
-__all__ = ["Var", "Equation", "Program", "evaluate", "call_op", "SHAPE_PARAMS"]
+__all__ = ["Var", "Equation", "Program", "evaluate", "run", "call_op", "SHAPE_PARAMS"]
 
 SHAPE_PARAMS = ("reshape", "broadcast_to")
 """Ops whose eager node records no parameter (the new shape is the node's own shape): an
@@ -146,22 +146,35 @@ def call_op(op: str, args: Sequence[Tensor], params: tuple) -> Tensor:
     return row.call(*args, *params)
 
 
+def run(program: Program, inputs: Sequence[Tensor], constants: dict[int, Tensor] | None = None) -> list[Tensor]:
+    """Run ``program`` on Tensors with the eager engine, op by op: under ``no_grad`` this is
+    :func:`evaluate`; with inputs that require grad it records the graph, so a program can
+    be differentiated like the function it was traced from. ``constants`` maps the id of
+    a constant array to the Tensor it came from (a parameter the function closed over)."""
+    known = constants or {}
+    env: dict[int, Tensor] = {id(v): x for v, x in zip(program.inputs, inputs)}
+
+    def read(x: Atom) -> Tensor:
+        if isinstance(x, Var):
+            return env[id(x)]
+        source = known.get(id(x))
+        return record("", x, ()) if source is None else source
+
+    for e in program.equations:
+        env[id(e.out)] = call_op(e.op, [read(a) for a in e.args], e.params)
+    return [read(o) for o in program.outputs]
+
+
 def evaluate(program: Program, *inputs: Any) -> list[np.ndarray]:
     """Run ``program`` on arrays (one per input, of the traced shapes), equation by
     equation with the eager engine's forwards: the same float operations, the same numbers."""
     if len(inputs) != len(program.inputs):
         raise TypeError(f"the program takes {len(program.inputs)} input(s), got {len(inputs)}")
-    env: dict[int, Tensor] = {}
+    tensors = []
     for v, x in zip(program.inputs, inputs):
         array = np.asarray(x.data if isinstance(x, Tensor) else x, dtype=np.float64)
         if array.shape != v.shape:
             raise ValueError(f"input {v.name or '?'} was traced with shape {v.shape}, got shape {array.shape}")
-        env[id(v)] = record("", array, ())
-
-    def read(x: Atom) -> Tensor:
-        return env[id(x)] if isinstance(x, Var) else record("", x, ())
-
+        tensors.append(record("", array, ()))
     with no_grad():
-        for e in program.equations:
-            env[id(e.out)] = call_op(e.op, [read(a) for a in e.args], e.params)
-        return [read(o)._data for o in program.outputs]
+        return [t._data for t in run(program, tensors)]

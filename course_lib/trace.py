@@ -24,7 +24,7 @@ import numpy as np
 
 from course_lib.program import SHAPE_PARAMS, Atom, Equation, Program, Var
 from course_lib.tensor import Tensor
-from course_lib.tensor.grad_mode import _tracing
+from course_lib.tensor.grad_mode import _tracing, set_grad_enabled
 
 __all__ = ["Tracer", "TracingError", "make_program", "trace", "flatten", "unflatten"]
 
@@ -216,7 +216,8 @@ def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset
                 )
             traced_args.append(unflatten(structure, [t.new_input(x) if is_traced(x) else x for x in leaves]))
         inputs = list(t.tracers)
-        result = f(*traced_args)
+        with set_grad_enabled(True):  # a trace records, even when called under no_grad()
+            result = f(*traced_args)
         if _global_rng_state() != rng:
             raise TracingError(
                 f"{getattr(f, '__name__', 'the function')} draws random numbers (np.random) while traced: they would "

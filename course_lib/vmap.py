@@ -93,7 +93,7 @@ BATCHING: dict[str, Rule] = {
         ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu"),
         _elementwise,
     ),
-    **dict.fromkeys(("sqrt", "abs", "sign", "clip", "where", "identity"), _elementwise),
+    **dict.fromkeys(("sqrt", "abs", "sign", "ge", "clip", "where", "identity"), _elementwise),
     "matmul": _matmul,
     "affine": _matmul,
     **dict.fromkeys(("sum", "mean", "max"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),) + e.params[1:])),

@@ -207,6 +207,15 @@ class Tensor:
     __truediv__, __rtruediv__ = _binary_methods("div", broadcasting("/", np.divide))
     __pow__, __rpow__ = _binary_methods("pow", broadcasting("**", np.power))
     __matmul__, __rmatmul__ = _binary_methods("matmul", matmul)
+    _ge = _binary_methods("ge", broadcasting(">=", np.greater_equal))[0]
+
+    def ge(self, other: Any) -> Tensor:
+        """1.0 where ``self >= other``, else 0.0: a mask made of numbers, so a program can
+        compute it (the gradients of ``clip`` and ``max`` do). Its derivative is zero."""
+        mask = self._ge(other)
+        if mask is NotImplemented:
+            raise TypeError(f"ge() compares with a Tensor, a number or a real array, not a {type(other).__name__}")
+        return mask
 
     def __neg__(self) -> Tensor:
         return record("neg", -self._data, (self,))
@@ -331,14 +340,7 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
     register its VJP with :func:`~course_lib.tensor.defvjp`. A node notes the time of the clock of value
     changes, so the backward pass can tell whether its inputs changed since.
     """
-    out = Tensor.__new__(Tensor)
-    if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
-        data = np.asarray(data, dtype=np.float64)
-    out._data = data
-    out.grad = None
-    out.label = ""
-    out._retains_grad = out._mask = False
-    out._version = 0
+    out = constant(data)
     if _grad_mode.get():
         for parent in parents:
             if parent.requires_grad:
@@ -353,11 +355,26 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
                 return out
     if parents and _tracing.get() is not None:
         _tracing.get().constant(op, parents)
-    out.requires_grad = False
-    out._parents = ()
-    out._op = ""
-    out._params = ()
     return out
+
+
+def constant(data: Any) -> Tensor:
+    """A Tensor of ``data`` that records nothing; a float64 array is not copied (the
+    quick way to wrap results that are arrays already: ``jit`` does)."""
+    if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
+        data = np.asarray(data, dtype=np.float64)
+    out = _new_tensor(Tensor)
+    out._data = data
+    out.grad = None
+    out.label = ""
+    out._retains_grad = out._mask = out.requires_grad = False
+    out._version = 0
+    out._parents = out._params = ()
+    out._op = ""
+    return out
+
+
+_new_tensor = Tensor.__new__
 
 
 def _is_constant(x: Any) -> bool:

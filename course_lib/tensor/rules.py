@@ -59,8 +59,8 @@ def _expand(g: Tensor, shape: tuple[int, ...], axis: Any, keepdims: bool) -> Ten
 
 
 def _max_vjp(g: Tensor, out: Tensor, a: Tensor, axis: Any, keepdims: bool) -> Tensor:
-    peak = out.data if keepdims else out.data.reshape(_kept_shape(a.shape, axis))
-    hits = a.data == peak
+    peak = out if keepdims else out.reshape(_kept_shape(a.shape, axis))
+    hits = a.ge(peak)  # a <= peak everywhere, so this marks the maxima
     return _expand(g, a.shape, axis, keepdims) * (hits / hits.sum(axis=axis, keepdims=True))
 
 
@@ -137,7 +137,8 @@ defvjp("relu", lambda g, out, a: g * out.sign(), function=True)  # sign(relu(a))
 defvjp("sqrt", lambda g, out, a: g / (2.0 * out), function=True)
 defvjp("abs", lambda g, out, a: g * a.sign())
 defvjp("sign", lambda g, out, a: g * 0.0, function=True)
-defvjp("clip", lambda g, out, a, low, high: g * ((a.data >= low) & (a.data <= high)))
+defvjp("clip", lambda g, out, a, low, high: g * (a.ge(low) * (-a).ge(-high)))
+defvjp("ge", lambda g, out, a, b: unbroadcast(g * 0.0, a.shape), lambda g, out, a, b: unbroadcast(g * 0.0, b.shape))
 defvjp(
     "where",
     lambda g, out, x, y, cond: unbroadcast(where(cond, g, 0.0), x.shape),

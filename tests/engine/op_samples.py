@@ -172,6 +172,7 @@ SAMPLES: dict[str, Sample] = {
     "sqrt": POSITIVE,
     "abs": UNARY,
     "sign": UNARY,
+    "ge": BINARY,
     "clip": _clip_sample,
     "where": _where_sample,
     "sum": reduction,
@@ -193,6 +194,8 @@ TORCH: dict[str, str | Callable[..., Any]] = {
     **{name: name for name in ("tanh", "sigmoid", "relu", "sqrt", "abs", "sign")},
     "affine": lambda torch, x, weight, bias: x @ weight + bias,
     "clip": lambda torch, a, low, high: torch.clamp(a, low, high),
+    # A mask of 0.0 and 1.0 with a zero gradient (PyTorch's own comparisons are not differentiable).
+    "ge": lambda torch, a, b: (a >= b).to(a.dtype) + 0.0 * (a + b),
     "where": lambda torch, x, y, cond: torch.where(torch.as_tensor(cond), x, y),
     "sum": lambda torch, a, axis, keepdims: torch.sum(a, dim=_torch_axis(a, axis), keepdim=keepdims),
     "mean": lambda torch, a, axis, keepdims: torch.mean(a, dim=_torch_axis(a, axis), keepdim=keepdims),

@@ -208,3 +208,48 @@ def test_results_come_back_in_the_containers_f_returned() -> None:
     out = jf({"w": np.ones(2), "b": np.zeros(1)})
     assert set(out) == {"w", (1, 2)} and isinstance(out[(1, 2)], list) and isinstance(out[(1, 2)][1], tuple)
     assert out["w"].data.tolist() == [2.0, 2.0] and out[(1, 2)][0].data.tolist() == [1.0]
+
+
+def test_grad_of_jit_gives_the_eager_gradients() -> None:
+    f = lambda x, w: ((x @ w).tanh() ** 2).sum()  # noqa: E731
+    x, w = Tensor(X[:5], requires_grad=True), Tensor(np.linspace(-1.0, 1.0, 12).reshape(4, 3), requires_grad=True)
+    for ours, eager in zip(grad(jit(f), argnum=(0, 1))(x, w), grad(f, argnum=(0, 1))(x, w)):
+        np.testing.assert_array_equal(ours.data, eager.data)
+    # and a second time from the cache, and under no_grad the compiled code (a constant result)
+    assert grad(jit(f))(x, w).shape == (5, 4)
+    with no_grad():
+        assert not jit(f)(x, w).requires_grad
+
+
+def test_backward_through_jit_reaches_the_parameters_it_closes_over() -> None:
+    model, eager_model = MLP([4, 3], rng=0), MLP([4, 3], rng=0)
+    loss = jit(lambda x, labels: cross_entropy(model(x), labels))
+    loss(X[:8], Y[:8]).backward()
+    cross_entropy(eager_model(X[:8]), Y[:8]).backward()
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_array_equal(p.grad, q.grad)
+
+
+def test_clip_and_max_gradients_are_recomputed_for_every_input() -> None:
+    # Their masks are computed by the program (op ge), not frozen at the values traced.
+    clipped = jit(grad(lambda x: x.clip(0.0, 1.0).sum()))
+    peak = jit(grad(lambda x: x.max(axis=1).sum()))
+    for x in (np.array([[0.5, 2.0], [3.0, -1.0]]), np.array([[2.0, 0.5], [-1.0, 3.0]])):
+        np.testing.assert_array_equal(clipped(x).data, grad(lambda t: t.clip(0.0, 1.0).sum())(Tensor(x)).data)
+        np.testing.assert_array_equal(peak(x).data, (x == x.max(axis=1, keepdims=True)).astype(float))
+    assert len(clipped.cache) == len(peak.cache) == 1
+
+
+def test_keyword_arguments_are_traced_like_positional_ones() -> None:
+    traces = []
+
+    def f(x: Tensor, scale: Tensor, shift: float = 0.0) -> Tensor:
+        traces.append(1)
+        return x * scale + shift
+
+    jf = jit(f)
+    np.testing.assert_array_equal(jf(np.ones(2), scale=np.full(2, 3.0)).data, [3.0, 3.0])
+    np.testing.assert_array_equal(jf(np.ones(2), scale=np.full(2, 4.0)).data, [4.0, 4.0])  # same signature
+    np.testing.assert_array_equal(jf(np.ones(2), scale=np.full(2, 4.0), shift=1.0).data, [5.0, 5.0])
+    assert len(traces) == 2
+    assert "np.multiply" in jf.source(np.ones(2), scale=np.ones(2))
