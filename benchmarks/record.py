@@ -21,6 +21,10 @@ d. Deep graphs: forward and backward time of a chain of depth 10^2 ... 10^6, and
    depth at which micrograd's recursive topological sort fails.
 e. Scalar engine vs tensor engine: the gradient of a dot product of length n.
 f. Memory: the bytes the recorded graph (the "tape") keeps alive.
+g. The compiled path (``course_lib.jit``, ``course_lib.vmap``): ``benchmarks/compiled.py``,
+   run in a process of its own (its section notes its own date, versions and method: best
+   of interleaved rounds). ``python -m benchmarks.compiled --record`` records that section
+   alone, leaving the others as they are.
 
 Timings are CPU time of this process (``time.process_time``), float64, one thread
 (PyTorch ``set_num_threads(1)``, NumPy's BLAS and JAX pinned to one thread by ``workloads.py``),
@@ -34,12 +38,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
-import importlib.metadata
 import json
 import math
 import os
-import platform
 import statistics
+import subprocess
 import sys
 import time
 import timeit
@@ -56,10 +59,9 @@ import numpy as np
 import scalar as scalar_bench  # benchmarks/scalar.py
 from workloads import MicrogradValue
 
-import course_lib
 from course_lib.scalar import Value
 
-OUTPUT = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "benchmarks.json"
+OUTPUT = workloads.RECORD
 
 
 # ----------------------------------------------------------------------------- timing
@@ -269,38 +271,15 @@ def measure_memory(depth: int) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- g. the compiled path
+def measure_compiled(quick: bool) -> dict:
+    """``benchmarks/compiled.py``'s results, from a process of its own started in the repository."""
+    command = [sys.executable, "-m", "benchmarks.compiled", "--json"] + (["--quick"] if quick else [])
+    done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
 # ----------------------------------------------------------------------------- report
-def versions() -> dict[str, str | None]:
-    # course_lib's own version string: the metadata of an editable install can be older than the code
-    found = {"python": platform.python_version(), "numpy": np.__version__, "course_lib": course_lib.__version__}
-    for package in ("torch", "jax", "autograd", "micrograd"):
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
-
-
-def machine() -> dict:
-    return {
-        "system": platform.system(),
-        "machine": platform.machine(),
-        "processor": _cpu_model(),
-        "logical_cores": os.cpu_count(),
-        "load_average_at_start": [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-    }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def record(quick: bool = False) -> dict:
     """Run every measurement; ``quick`` uses tiny sizes (a smoke test, not a benchmark)."""
     started, wall = datetime.datetime.now(datetime.UTC), time.perf_counter()
@@ -331,8 +310,8 @@ def record(quick: bool = False) -> dict:
     meta = {
         "date": started.date().isoformat(),
         "command": "python benchmarks/record.py" + (" --quick" if quick else ""),
-        "machine": machine(),
-        "versions": versions(),
+        "machine": workloads.machine(),
+        "versions": workloads.versions(),
         "method": (
             "CPU time of one process (time.process_time)"
             + (", bound to one core" if one_core else "")
@@ -348,6 +327,7 @@ def record(quick: bool = False) -> dict:
         "scalar_vs_tensor": lambda: measure_scalar_vs_tensor(sizes["dot_ns"], sizes["max_scalar"], sizes["rounds"]),
         "scalar_mlp": lambda: measure_scalar_mlp(iterations=2 if quick else 10, repeats=3),
         "memory": lambda: measure_memory(sizes["mem_depth"]),
+        "compiled": lambda: measure_compiled(quick),
     }
     results, meta["cpu_seconds"] = {"meta": meta}, {}
     for name, measure in sections.items():

@@ -24,14 +24,18 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 
 import ctypes  # noqa: E402
 import ctypes.util  # noqa: E402
+import importlib.metadata  # noqa: E402
 import math  # noqa: E402
+import platform  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import course_lib  # noqa: E402
 from course_lib import forward  # noqa: E402
 from course_lib.check import numerical_grad  # noqa: E402
 from course_lib.nn import MLP, cross_entropy  # noqa: E402
@@ -64,6 +68,8 @@ except ImportError:
 SIZES = (64, 256, 256, 10)
 BATCH = 256
 CHAIN = 10_000
+RECORD = Path(__file__).resolve().parents[1] / "course_lib" / "data" / "benchmarks.json"
+"""The benchmark record that chapter 14 draws (written by ``record.py`` and ``compiled.py --record``)."""
 
 Candidates = dict[str, Callable[[], object]]
 
@@ -100,6 +106,40 @@ def keep_freed_memory() -> bool:
         return bool(libc.mallopt(M_MMAP_THRESHOLD, 64 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20))
     except (OSError, AttributeError, TypeError):  # not glibc
         return False
+
+
+# ----------------------------------------------------------------------------- what a record notes
+def versions() -> dict[str, str | None]:
+    """The versions of Python, NumPy, course_lib and the optional engines (None: not installed)."""
+    # course_lib's own version string: the metadata of an editable install can be older than the code
+    found = {"python": platform.python_version(), "numpy": np.__version__, "course_lib": course_lib.__version__}
+    for package in ("torch", "jax", "autograd", "micrograd"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def machine() -> dict:
+    """The processor, its cores and the load on the machine now."""
+    return {
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "load_average_at_start": [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 # ----------------------------------------------------------------------------- the cheap-gradient objective

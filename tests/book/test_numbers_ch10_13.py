@@ -5,7 +5,8 @@ executed notebooks really showing them.
 Chapter 10: MLP([4, 16, 3], rng=0) on the stratified Iris split with seed 4 (120/30),
 standardised with training statistics, 100 epochs of SGD (lr 0.1, minibatches of 16 shuffled
 by default_rng(1)): 29/30 held out; the same run in PyTorch gives the same losses.
-Chapter 13: L = b((a+b)(a-b)) at (1, 2): gradient (4, -11), Hessian [[4, 2], [2, -12]].
+Chapter 13: L = b((a+b)(a-b)) at (1, 2): gradient (4, -11), Hessian [[4, 2], [2, -12]]; the Iris
+MLP loss on 8 flowers traced, jitted and vmapped by course_lib and by JAX, to the same numbers.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 
 import numpy as np
 import pytest
-from notebook_text import printed, tagged
+from notebook_text import markdown, printed, tagged
 from paths import BOOK
-from prose_numbers import lines_with, shows
+from prose_numbers import lines_with, listed, mentions_all, shows
+from prose_numbers import section as prose_section
 
 from course_lib.datasets import load_iris
 from course_lib.forward import jvp as forward_jvp
@@ -376,3 +378,112 @@ def test_chapter13_hvp_exercise_check_tells_right_from_wrong(jax):
     assert "not done yet" in printed(tagged(CH13, "ch13-exercise-check"))
     H = hessian(namespace["L_vec"])(np.array([1.0, 2.0])).data
     assert np.allclose(H @ np.array([1.0, 1.0]), [6.0, -10.0])  # the solution's worked example
+
+
+# ---- issue 21: chapter 13's course_lib make_program, jit and vmap next to JAX's ----
+
+
+def mlp_loss(w1, b1, w2, b2, x, onehot, nn):
+    """The chapter's loss, written once for course_lib.tensor and jax.nn."""
+    h = nn.relu(x @ w1 + b1)
+    return -(nn.log_softmax(h @ w2 + b2, axis=-1) * onehot).sum(axis=-1).mean()
+
+
+@pytest.fixture(scope="module")
+def flowers():
+    X, y, *_ = load_iris()
+    params = [p.data for p in MLP([4, 16, 3], rng=0).parameters()]
+    return params, X[::19], np.eye(3)[y[::19]], y[::19]
+
+
+def pinned(package: str) -> str:
+    """The version of ``package`` that requirements.lock pins."""
+    lock = (BOOK.parent / "requirements.lock").read_text()
+    return re.search(rf"^{package}==(\S+)", lock, re.M).group(1)
+
+
+def test_chapter13_prints_the_program_and_the_jaxpr_of_the_mlp_loss(jax, flowers):
+    from functools import partial
+
+    import course_lib.tensor as ct
+    from course_lib.trace import make_program
+
+    params, x8, onehot8, labels = flowers
+    text = printed(tagged(CH13, "ch13-make-program"))
+    assert str(make_program(partial(mlp_loss, nn=ct), *params, x8, onehot8)) in text
+    assert listed(text, "classes") == labels.tolist()
+    assert listed(text, "parameter shapes") == [p.shape for p in params]
+    assert labels.tolist() == [0, 0, 0, 1, 1, 1, 2, 2]  # "three of each of the first two species, two of the third"
+    # printed by the version the lock pins, as the prose says
+    assert jax.__version__ == pinned("jax") == "0.10.2"
+    jax.config.update("jax_pprint_use_color", False)
+    jaxpr = str(jax.make_jaxpr(partial(mlp_loss, nn=jax.nn))(*params, x8, onehot8))
+    assert printed(tagged(CH13, "ch13-make-jaxpr")).strip() == jaxpr
+    # the wrappers the prose names (printed as `jit`, not `pjit`, since JAX 0.7)
+    for name in ("dot_general", "broadcast_in_dim", "custom_jvp_call", "jit[\n      name=log_softmax", "reduce_sum"):
+        assert name in jaxpr, name
+    assert "pjit" not in jaxpr
+    section = prose_section(markdown(CH13), "`course_lib`'s `make_program`")
+    assert mentions_all(section, [4, 16, 3, 8], near="Iris flowers")
+    assert mentions_all(section, [0.7], near="pjit") and f"JAX {pinned('jax')}, the version" in section
+
+
+def test_chapter13_course_lib_jit_and_vmap_give_jax_numbers(jax, flowers):
+    from functools import partial
+
+    import course_lib.tensor as ct
+    from course_lib.functional import value_and_grad
+    from course_lib.jit import jit
+    from course_lib.vmap import vmap
+
+    params, x8, onehot8, _ = flowers
+    ours, theirs = partial(mlp_loss, nn=ct), partial(mlp_loss, nn=jax.nn)
+    argnums = (0, 1, 2, 3)
+    value, grads = jit(value_and_grad(ours, argnum=argnums))(*params, x8, onehot8)
+    eager_value, eager_grads = value_and_grad(ours, argnum=argnums)(*params, x8, onehot8)
+    value_jax, grads_jax = jax.jit(jax.value_and_grad(theirs, argnums=argnums))(*params, x8, onehot8)
+    assert value.item() == eager_value.item()
+    assert all(np.array_equal(g.data, e.data) for g, e in zip(grads, eager_grads))
+    assert abs(value.item() - float(value_jax)) < 1e-15
+    assert all(np.abs(g.data - np.asarray(j)).max() < 1e-15 for g, j in zip(grads, grads_jax))
+    text = printed(tagged(CH13, "ch13-course-jit"))
+    assert shows(text, "course_lib jit   loss", value.item()) and shows(text, "jax.jit          loss", float(value_jax))
+    assert shows(text, "bit for bit:", True) and shows(text, "below 1e-15:", True)
+    assert shows(text, "two batch sizes:", 2)
+
+    in_axes = (None, None, None, None, 0, 0)
+    per_example = vmap(grad(ours, argnum=argnums), in_axes=in_axes)(*params, x8, onehot8)
+    per_example_jax = jax.vmap(jax.grad(theirs, argnums=argnums), in_axes=in_axes)(*params, x8, onehot8)
+    looped = [grad(ours, argnum=argnums)(*params, x, t) for x, t in zip(x8, onehot8)]
+    for k, (g, j) in enumerate(zip(per_example, per_example_jax)):
+        assert g.shape == j.shape == (8, *params[k].shape)
+        assert np.array_equal(g.data, np.stack([row[k].data for row in looped]))
+        assert np.abs(g.data - np.asarray(j)).max() < 1e-15
+        assert np.allclose(g.data.mean(axis=0), eager_grads[k].data, rtol=0, atol=1e-15)
+    text = printed(tagged(CH13, "ch13-course-vmap"))
+    assert lines_with(text, "course_lib vmap:").endswith(str([g.shape for g in per_example]))
+    assert shows(text, "bit for bit:", True) and shows(text, "below 1e-15:", True)
+    assert shows(text, "batch loss:", True)
+    summary = prose_section(markdown(CH13), "Summary")
+    assert mentions_all(summary, [1e-15], near="JAX's to within")
+
+
+def test_chapter13_shows_what_each_transformation_passes_the_function(jax):
+    from course_lib.jit import jit
+    from course_lib.vmap import vmap
+
+    def seen_by(transform, x):
+        seen = []
+        transform(lambda v: seen.append(type(v).__name__) or (v * v).sum())(x)
+        return seen[0]
+
+    one, batch = np.ones(3), np.ones((2, 3))
+    cases = [
+        ("jit", jax.jit, jit, one),
+        ("vmap", jax.vmap, vmap, batch),
+        ("jit(vmap(f))", lambda f: jax.jit(jax.vmap(f)), lambda f: jit(vmap(f)), batch),
+        ("grad", jax.grad, grad, one),
+    ]
+    rows = printed(tagged(CH13, "ch13-tracers")).splitlines()[1:]
+    assert [row.split() for row in rows] == [[name, seen_by(a, x), seen_by(b, x)] for name, a, b, x in cases]
+    assert [row.split()[2] for row in rows] == ["Tracer", "Tracer", "Tracer", "Tensor"]  # what the prose explains
