@@ -187,21 +187,24 @@ def _reusable(program: Program) -> dict[int, str]:
 
 
 class _Compiled:
-    """One entry of the cache: the compiled function, its source and how to rebuild the result."""
+    """One entry of the cache: the compiled function, its source, how to rebuild the result,
+    and ``fast``: the whole call for arguments of this signature (see :func:`_guarded`)."""
 
-    __slots__ = ("function", "source", "program", "structure", "rebuild")
+    __slots__ = ("function", "source", "program", "structure", "rebuild", "fast")
 
     def __init__(self, function: Callable[..., tuple], source: str, program: Program, structure: Any) -> None:
         self.function, self.source, self.program, self.structure = function, source, program, structure
-        self.rebuild = _rebuilder(structure)
+        self.fast: Callable[..., Any] | None = None
+        result = _result_expression(structure)
+        if result is None:  # dict keys that do not print as Python
+            self.rebuild = lambda results: unflatten(structure, [constant(r) for r in results])
+        else:
+            self.rebuild = eval(f"lambda r: {result}", {"T": constant})
 
 
-def _rebuilder(structure: Any) -> Callable[[tuple], Any]:
-    """``results -> f's result``: the compiled arrays as Tensors, in the containers ``f`` returned.
-
-    Written out as one expression for the structure (``(T(r[0]), [T(r[1]), T(r[2])])``),
-    so a call pays no walk over it.
-    """
+def _result_expression(structure: Any) -> str | None:
+    """``f``'s result as one expression of the compiled arrays ``r`` (``(T(r[0]), [T(r[1])])``),
+    so a call pays no walk over the structure; None if a dict key does not print as Python."""
     count = iter(range(1 << 30))
 
     def expression(s: Any) -> str:
@@ -215,9 +218,76 @@ def _rebuilder(structure: Any) -> Callable[[tuple], Any]:
         return f"[{items}]" if s[0] is list else f"({items})"
 
     try:
-        return eval(f"lambda r: {expression(structure)}", {"T": constant})
-    except TypeError:  # dict keys that do not print as Python
-        return lambda results: unflatten(structure, [constant(r) for r in results])
+        return expression(structure)
+    except TypeError:
+        return None
+
+
+MISS = object()
+"""What a guarded call returns when the arguments do not have its signature."""
+
+_GUARDED_STATIC = (bool, int, float, str, type(None))
+
+
+def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[..., Any] | None:
+    """The call of ``entry`` as one generated function of the arguments: *guards* (as
+    torch.compile calls them) check that the arguments have the signature ``args`` had,
+    then the arrays go to the compiled code and its results come back as Tensors. Without
+    it, a call builds the signature and looks it up. None where the arguments are not
+    simple enough (dicts, other dtypes, parameters closed over, unusual static values)."""
+    result = _result_expression(entry.structure)
+    if result is None or entry.program.closed_over:
+        return None
+    conditions: list[str] = []
+    arrays: list[str] = []
+    names: dict[str, Any] = {}
+
+    def name(value: Any) -> str:
+        names[f"_g{len(names)}"] = value
+        return f"_g{len(names) - 1}"
+
+    def fixed(x: Any, at: str) -> bool:  # a static value: the same type and value
+        if type(x) is np.ndarray:
+            conditions.append(
+                f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r} "
+                f"and {at}.tobytes() == {name(x.tobytes())}"
+            )
+        elif type(x) in _GUARDED_STATIC and (type(x) is not float or math.isfinite(x)):
+            conditions.append(f"type({at}) is {name(type(x))} and {at} == {x!r}")
+        else:
+            return False
+        return True
+
+    def walk(x: Any, at: str) -> bool:
+        kind = type(x)
+        if kind is Tensor:
+            conditions.append(f"type({at}) is Tensor and not {at}.requires_grad and {at}._data.shape == {x.shape!r}")
+            arrays.append(f"{at}._data")
+        elif kind is np.ndarray and x.dtype is _FLOAT64:
+            conditions.append(f"type({at}) is A and {at}.dtype is F and {at}.shape == {x.shape!r}")
+            arrays.append(at)
+        elif kind is list or kind is tuple:
+            conditions.append(f"type({at}) is {kind.__name__} and len({at}) == {len(x)}")
+            return all(walk(item, f"{at}[{i}]") for i, item in enumerate(x))
+        elif kind is np.ndarray and x.dtype.kind == "f":
+            return False
+        else:
+            return fixed(x, at)
+        return True
+
+    parameters = [f"a{i}" for i in range(len(args))]
+    if not all(fixed(x, a) if i in static else walk(x, a) for i, (x, a) in enumerate(zip(args, parameters))):
+        return None
+    unpack = f"    {', '.join(parameters)}, = args\n" if args else ""
+    source = (
+        f"def fast(*args):\n    if len(args) != {len(args)}:\n        return MISS\n{unpack}"
+        f"    if not ({' and '.join(conditions) or 'True'}):\n        return MISS\n"
+        f"    r = compiled({', '.join(arrays)})\n    return {result}\n"
+    )
+    namespace = {"Tensor": Tensor, "T": constant, "A": np.ndarray, "F": _FLOAT64, "MISS": MISS, **names}
+    namespace["compiled"] = entry.function
+    exec(compile(source, "<jit guards>", "exec"), namespace)
+    return namespace["fast"]
 
 
 def _static_key(x: Any) -> Any:
@@ -281,6 +351,7 @@ class Jitted:
     def __init__(self, f: Callable[..., Any], static_argnums: tuple[int, ...]) -> None:
         self.f, self.static = f, frozenset(static_argnums)
         self.cache: dict[Any, _Compiled] = {}
+        self.fast: Callable[..., Any] | None = None  # the guarded call of the signature used last
         self.keywords: dict[tuple[int, tuple[str, ...]], Jitted] = {}
         self.__name__ = getattr(f, "__name__", "jitted")
         self.__doc__ = getattr(f, "__doc__", None)
@@ -309,6 +380,7 @@ class Jitted:
             program = simplify(program)
             function, source = compile_program(program, self.__name__ if self.__name__.isidentifier() else "jitted")
             entry = self.cache[key] = _Compiled(function, source, program, structure)
+            entry.fast = _guarded(entry, args, self.static)
         return entry
 
     def _with_keywords(self, kwargs: dict[str, Any], args: tuple) -> Jitted:
@@ -325,6 +397,10 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return self._with_keywords(kwargs, args)(*args, *kwargs.values())
+        if self.fast is not None:
+            result = self.fast(*args)
+            if result is not MISS:
+                return result
         try:
             key, arrays, graph = self._split(args)
         except _Traced:
@@ -340,6 +416,7 @@ class Jitted:
                 )
         if (graph or closed_over) and is_grad_enabled():
             return self._differentiable(entry, args)
+        self.fast = entry.fast
         return entry.rebuild(entry.function(*arrays))
 
     def _differentiable(self, entry: _Compiled, args: tuple) -> Any:
@@ -377,6 +454,7 @@ def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Ji
     op on the eager engine instead, so ``grad(jit(f))`` and ``jit(f)(x).backward()`` give
     the eager gradients (at eager speed; call under ``no_grad()`` for the compiled code).
     Keyword arguments are traced like positional ones. Side effects such as ``print``
-    happen only while tracing.
+    happen only while tracing. A call with the signature of the previous one skips the
+    lookup: generated *guards* check the arguments and run the compiled code directly.
     """
     return Jitted(f, (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))

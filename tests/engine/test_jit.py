@@ -253,3 +253,27 @@ def test_keyword_arguments_are_traced_like_positional_ones() -> None:
     np.testing.assert_array_equal(jf(np.ones(2), scale=np.full(2, 4.0), shift=1.0).data, [5.0, 5.0])
     assert len(traces) == 2
     assert "np.multiply" in jf.source(np.ones(2), scale=np.ones(2))
+
+
+def test_the_guarded_call_reruns_a_signature_only_when_everything_matches() -> None:
+    traces = []
+
+    def f(pair: list, labels: np.ndarray, n: int) -> Tensor:
+        traces.append(1)
+        return (pair[0] * pair[1])[np.arange(len(labels)), labels].sum() * n
+
+    jf = jit(f)
+    x, w, labels = np.arange(6.0).reshape(3, 2), np.full((3, 2), 2.0), np.array([0, 1, 1])
+    expected = lambda lab, n: float((x * w)[np.arange(3), lab].sum() * n)  # noqa: E731
+    assert jf([x, w], labels, 1).item() == expected(labels, 1)
+    assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 1  # the guarded call
+    labels[0] = 1  # the same array, other values: a static argument changed
+    assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 2
+    assert jf([x, w], labels, 2).item() == expected(labels, 2) and len(traces) == 3
+    assert jf((x, w), labels, 2).item() == expected(labels, 2) and len(traces) == 4  # a tuple, not a list
+    assert jf([x, w, w], labels, 2).item() == expected(labels, 2) and len(traces) == 5
+    assert jf([x, Tensor(w)], labels, 2).item() == expected(labels, 2) and len(traces) == 5  # a Tensor: the same
+    w_grad = Tensor(w, requires_grad=True)
+    jf([x, w_grad], labels, 2).backward()  # requires grad: the eager engine runs the program
+    assert len(traces) == 5 and w_grad.grad is not None
+    assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 5  # back to a cached one
