@@ -54,6 +54,12 @@ _NOT_KNOWN = (
 )
 
 
+_DATA_FLOW = (
+    "Turn the decision into data flow: compute with Tensor operations such as clip, abs, relu or a 0/1 "
+    "mask m = a.ge(b), combined as m * x + (1.0 - m) * y"
+)
+
+
 class Tracer(Tensor):
     """A Tensor standing for a value of the program being traced (see the module docstring)."""
 
@@ -62,8 +68,8 @@ class Tracer(Tensor):
     def __bool__(self) -> bool:
         raise _refuse(
             "Python control flow (if, while, and/or, bool())",
-            f"{_NOT_KNOWN} Choose values with where(condition, x, y), or make the argument static "
-            "(jit(f, static_argnums=...)) so each of its values gets its own program.",
+            f"{_NOT_KNOWN} {_DATA_FLOW}, or make the argument static (jit(f, static_argnums=...)) so each "
+            "of its values gets its own program.",
         )
 
     def item(self) -> float:
@@ -139,6 +145,16 @@ class Trace:
                 f"op {op!r} with recording switched off (no_grad(), .backward())",
                 "Inside a traced function every op is recorded: use course_lib.functional.grad / value_and_grad "
                 "for gradients and return new values instead of changing Tensors.",
+            )
+
+    def condition(self, condition: Tensor) -> None:
+        """Refuse ``where`` with a traced condition: the program would keep the example's condition."""
+        if type(condition) is Tracer:
+            raise _refuse(
+                "A where() condition made",
+                f"A where() condition is a fixed mask in the program, so it would keep this example's mask for "
+                f"every input. {_DATA_FLOW}; or pass the condition in as a boolean array (it is then static: "
+                "one program per condition).",
             )
 
     def finish(self) -> None:

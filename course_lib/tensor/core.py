@@ -433,6 +433,8 @@ def where(condition: Any, x: Any, y: Any) -> Tensor:
     ``condition`` is a boolean array (it is not differentiated); ``x`` and ``y`` are
     Tensors or numbers.
     """
+    if isinstance(condition, Tensor) and _tracing.get() is not None:
+        _tracing.get().condition(condition)
     cond = np.array(condition._data if isinstance(condition, Tensor) else condition, dtype=bool)
     x, y = _lift(x), _lift(y)
     if x is NotImplemented or y is NotImplemented:

@@ -12,8 +12,9 @@ from course_lib.functional import grad, value_and_grad
 from course_lib.jit import NUMPY, jit
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.simulate import drag_shot_height
-from course_lib.tensor import OPS, Tensor, affine, no_grad
+from course_lib.tensor import OPS, Tensor, affine, no_grad, where
 from course_lib.trace import TracingError, make_program
+from course_lib.vmap import vmap
 
 X, Y, *_ = load_iris()
 LR = 0.1
@@ -109,7 +110,7 @@ def test_python_control_flow_on_a_traced_value_names_the_users_line() -> None:
         jit(f)(np.ones(2))  # Tensors do not compare with numbers
     message = error_of(g, np.ones(2))
     assert "Python control flow" in message and "test_jit.py" in message and "# THE LINE" in message
-    assert "where(condition, x, y)" in message and "static_argnums" in message
+    assert "m = a.ge(b)" in message and "static_argnums" in message
 
 
 def test_float_item_and_numpy_of_a_traced_value_are_refused() -> None:
@@ -277,3 +278,16 @@ def test_the_guarded_call_reruns_a_signature_only_when_everything_matches() -> N
     jf([x, w_grad], labels, 2).backward()  # requires grad: the eager engine runs the program
     assert len(traces) == 5 and w_grad.grad is not None
     assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 5  # back to a cached one
+
+
+def test_where_with_a_traced_condition_is_refused_not_frozen() -> None:
+    with pytest.raises(TracingError, match=r"(?s)A where\(\) condition made of a traced value.*this example's mask"):
+        jit(lambda x: where(x.relu(), x, -1.0))(np.array([1.0, -1.0]))
+    with pytest.raises(TracingError, match="where"):
+        vmap(lambda r: where(r.relu(), r, -1.0))(np.array([[1.0, -1.0], [-1.0, 1.0]]))
+    # the data-flow form the message suggests gives the eager numbers for every input
+    select = jit(lambda x: x.ge(0.0) * x + (1.0 - x.ge(0.0)) * -1.0)
+    for x in (np.array([1.0, -2.0]), np.array([-2.0, 1.0])):
+        np.testing.assert_array_equal(select(x).data, np.where(x >= 0.0, x, -1.0))
+    # a condition that is not traced (a constant mask) stays part of the program
+    assert jit(lambda x: where(np.array([True, False]), x, 0.0))(np.array([3.0, 4.0])).data.tolist() == [3.0, 0.0]
