@@ -104,7 +104,7 @@ class Stepper:
         return (
             f'<div class="course-stepper" id="{name}" role="group" aria-label="{html.escape(self.title)}">'
             f"{controls}"
-            f'<div class="stepper-frames" aria-live="polite">{frames}</div>'
+            f'<div class="stepper-frames">{frames}</div>'
             f"<script>{_SCRIPT.replace('STEPPER_ID', name)}</script></div>"
         )
 
@@ -155,5 +155,6 @@ _SCRIPT = """
   }
   controls.style.display = "flex";
   show(1);
+  root.querySelector(".stepper-frames").setAttribute("aria-live", "polite");  // read each new step, not the first
 })();
 """
