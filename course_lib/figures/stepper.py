@@ -1,7 +1,7 @@
 """Frames shown one at a time: a slider and buttons in a web page, an ipywidgets slider in a kernel.
 
 A :class:`Stepper` holds drawings of equal size, each with a caption and a text alternative.
-Shown in a notebook (or rendered by Jupyter Book, nbconvert or GitHub) it is plain HTML: every
+Shown in a notebook (or rendered by Jupyter Book or nbconvert) it is plain HTML: every
 frame is an ``<img>`` of its SVG, and a small inline script turns the stack into one frame
 with a *Previous step* / *Next step* pair and a labelled range slider, all usable from the
 keyboard. Nothing is loaded from the network and no kernel is needed, so the built book steps
