@@ -13,8 +13,9 @@ Drawings are made to be read at the width of a book page: labels are set at 14 p
 than the body text once the page shows the SVG, and the graph is not shrunk to a fixed size.
 With ``rankdir="auto"`` a graph that is deeper than it is broad is laid out top to bottom,
 one that is broader than deep left to right, whichever keeps it narrow; each box stacks its
-fields vertically in either layout. ``highlight``, ``grads`` and ``title`` draw one frame of
-a sweep (see ``course_lib.figures.sweeps``).
+fields vertically in either layout. ``highlight``, ``grads``, ``edge_labels`` and
+``highlight_edges`` draw one frame of a sweep, and :func:`fixed_boxes` gives the frames of one
+sweep one layout (see ``course_lib.figures.sweeps``).
 
 Node ids count up in the order the graph is walked, so the same graph gives the same
 SVG on every run. Graphs of more than ``max_nodes`` nodes are refused (graphviz would
@@ -24,6 +25,7 @@ the refusal is immediate however big the graph is.
 
 from __future__ import annotations
 
+import json
 import numbers
 from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter
@@ -35,7 +37,7 @@ import numpy as np
 from course_lib.graph import Node, evaluation_order, node_names
 from course_lib.toposort import postorder
 
-__all__ = ["draw_graph", "op_symbol"]
+__all__ = ["draw_graph", "fixed_boxes", "op_symbol"]
 
 # Both engines name their operations alike ("add", "mul", ...); drawings show the symbols.
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
@@ -48,6 +50,11 @@ def op_symbol(op: str) -> str:
 
 FONT_SIZE = "14"  # points; the book's body text is 12 pt (16 px)
 HIGHLIGHT = "#ffd27f"  # fill of the node a sweep is working on
+EDGE_HIGHLIGHT = "#a63d00"  # the edges a sweep's step uses: 6.6:1 against white, for lines and labels
+
+_USED = {"color": EDGE_HIGHLIGHT, "fontcolor": EDGE_HIGHLIGHT, "penwidth": "2.5"}
+
+Edge = tuple[int, int]  # (id(parent), id(child))
 
 
 def draw_graph(
@@ -60,6 +67,8 @@ def draw_graph(
     highlight: Collection[Any] = (),
     grads: Mapping[int, float | None] | None = None,
     title: str | None = None,
+    edge_labels: Mapping[Edge, str] | None = None,
+    highlight_edges: Collection[Edge] = (),
 ) -> graphviz.Digraph:
     """Draw ``root`` and everything it was computed from.
 
@@ -70,7 +79,11 @@ def draw_graph(
     fit, and their labels with them: leave it unset for the book); ``digits`` sets the
     decimals shown. ``highlight`` nodes are filled; ``grads`` (``id(node)`` -> number, or
     None for "not computed yet") replaces the derivatives the nodes hold, for drawing one
-    moment of a sweep; ``title`` is printed under the graph. A graph of more than
+    moment of a sweep; ``title`` is printed under the graph. ``edge_labels`` writes a text
+    on the edge from a parent to a child, keyed ``(id(parent), id(child))`` (for a ``Value``
+    the edge into the operation's ellipse); with labels, a parent that an operation uses
+    twice (``x * x``) gets one edge, so that each edge carries one label.
+    ``highlight_edges`` (same keys) are drawn thick and coloured. A graph of more than
     ``max_nodes`` values is refused with a ValueError.
     """
     roots = list(root) if isinstance(root, (list, tuple)) else [root]
@@ -100,6 +113,8 @@ def draw_graph(
         stacked=rankdir == "TB",
         highlight={id(node) for node in highlight},
         grads=grads,
+        edge_labels=edge_labels,
+        highlight_edges=set(highlight_edges),
     )
     if explicit:
         _draw_explicit_graph(dot, nodes, style)
@@ -118,8 +133,11 @@ class _Style:
         stacked: bool,
         highlight: set[int],
         grads: Mapping[int, float | None] | None,
+        edge_labels: Mapping[Edge, str] | None,
+        highlight_edges: set[Edge],
     ) -> None:
         self.step, self.digits, self.stacked, self.highlight, self.grads = step, digits, stacked, highlight, grads
+        self.edge_labels, self.highlight_edges = edge_labels, highlight_edges
 
     def label(self, fields: list[str]) -> str:
         """A record whose fields stack vertically (braces flip the orientation in a TB layout)."""
@@ -134,6 +152,20 @@ class _Style:
 
     def fill(self, node: Any) -> dict[str, str]:
         return {"style": "filled", "fillcolor": HIGHLIGHT} if id(node) in self.highlight else {}
+
+    def operands(self, node: Any) -> Sequence[Any]:
+        """The parents to draw an edge from: each once when edges carry labels."""
+        return list(dict.fromkeys(node._parents)) if self.edge_labels is not None else node._parents
+
+    def edge(self, parent: Any, child: Any) -> dict[str, str]:
+        """The attributes of the edge ``parent -> child``: its label, and its colour in a step."""
+        key = (id(parent), id(child))
+        attrs: dict[str, str] = {}
+        if self.edge_labels is not None and key in self.edge_labels:
+            attrs.update(label=" " + self.edge_labels[key], fontsize=FONT_SIZE)
+        if key in self.highlight_edges:
+            attrs.update(_USED)
+        return attrs
 
 
 def _narrower_layout(nodes: list, parents: Any, ops_are_nodes: bool) -> str:
@@ -156,8 +188,8 @@ def _draw_explicit_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> N
             fields.append(node._op)
         fields += [f"value {_number(node.data, style.digits)}", f"∂ {style.grad(node, node.partial_derivative)}"]
         dot.node(ids[id(node)], style.label(fields), shape="record", **style.fill(node))
-        for parent in node._parents:
-            dot.edge(ids[id(parent)], ids[id(node)])
+        for parent in style.operands(node):
+            dot.edge(ids[id(parent)], ids[id(node)], **style.edge(parent, node))
 
 
 def _draw_value_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None:
@@ -172,9 +204,33 @@ def _draw_value_graph(dot: graphviz.Digraph, nodes: list, style: _Style) -> None
         if node._op:
             op_id = ids[id(node)] + "_op"
             dot.node(op_id, _escape(op_symbol(node._op)), shape="ellipse", width="0.3", height="0.3", margin="0.02")
-            dot.edge(op_id, ids[id(node)])
-            for parent in node._parents:
-                dot.edge(ids[id(parent)], op_id)
+            # the edge out of the ellipse is used whenever an edge into it is
+            used = any((id(parent), id(node)) in style.highlight_edges for parent in node._parents)
+            dot.edge(op_id, ids[id(node)], **(_USED if used else {}))
+            for parent in style.operands(node):
+                dot.edge(ids[id(parent)], op_id, **style.edge(parent, node))
+
+
+def fixed_boxes(drawings: Sequence[graphviz.Digraph]) -> list[graphviz.Digraph]:
+    """The drawings with every box as big as its largest version in any of them.
+
+    Frames of one sweep draw the same graph with different labels (``?`` or a number), so
+    graphviz would size and place the boxes differently in each and the picture would jump.
+    Each node is laid out once per drawing, and its largest width and height become its
+    smallest size everywhere: the frames then share one layout, and one width and height.
+    """
+    largest: dict[str, tuple[float, float]] = {}
+    for dot in drawings:
+        for box in json.loads(dot.pipe(format="json")).get("objects", []):
+            width, height = largest.get(box["name"], (0.0, 0.0))
+            largest[box["name"]] = (max(width, float(box["width"])), max(height, float(box["height"])))
+    fixed = []
+    for dot in drawings:
+        dot = dot.copy()
+        for name, (width, height) in largest.items():
+            dot.node(name, width=f"{width:g}", height=f"{height:g}")  # a second statement adds to the first
+        fixed.append(dot)
+    return fixed
 
 
 def _check_size(roots: list, parents: Any, max_nodes: int) -> None:

@@ -6,7 +6,10 @@
 ``book/figures.toml`` holds, per notebook and cell id, a ``caption``, an ``alt`` text and an
 optional ``name``. They are written as myst-nb's cell-level options,
 ``"mystnb": {"image": {"alt": ...}, "figure": {"caption": ..., "name": ...}}``, so the built
-page shows the figure with its caption and the ``<img>`` carries the alt text. Only cell
+page shows the figure with its caption and the ``<img>`` carries the alt text. A cell whose
+output is HTML with its own pictures (a stepper's frames, ``course_lib.figures.stepper``) gets
+a caption only: each ``<img>`` in the HTML carries its own alt text, written with the numbers
+it shows by the code that draws it, and the check makes sure every one has it. Only cell
 metadata is written, never sources or outputs: nothing is re-executed, and applying the
 table again after a merge that re-executed a chapter restores what the merge dropped. A
 notebook is rewritten only when its metadata changes, in nbformat's own layout (keys sorted,
@@ -22,30 +25,61 @@ import argparse
 import json
 import sys
 import tomllib
+from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "book" / "figures.toml"
 FOLDERS = ("book", "solutions")
+OPTIONS = ("image", "figure")  # the cell options this table writes: nothing else of mystnb is touched
 
 
 def load_table(path: Path = TABLE) -> dict[str, dict[str, dict[str, str]]]:
     table = tomllib.loads(path.read_text())
     for notebook, cells in table.items():
         for cell_id, entry in cells.items():
-            missing = {"caption", "alt"} - set(entry)
+            missing = {"caption"} - set(entry)
             unknown = set(entry) - {"caption", "alt", "name"}
             if missing or unknown:
                 raise ValueError(
-                    f"{path.name}: [{notebook}.{cell_id}] needs caption and alt (optional: name); "
+                    f"{path.name}: [{notebook}.{cell_id}] needs a caption and an alt (optional: name); "
                     f"missing {sorted(missing)}, unknown {sorted(unknown)}"
                 )
     return table
 
 
+class _Images(HTMLParser):
+    """The alt text of every <img> in a piece of HTML (None where it has none)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.alts: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            self.alts.append(dict(attrs).get("alt"))
+
+
+def html_image_alts(cell: dict) -> list[str | None]:
+    """The alt texts of the <img>s in the cell's HTML outputs (a stepper's frames)."""
+    parser = _Images()
+    for out in cell.get("outputs", []):
+        parser.feed(_text(out.get("data", {}).get("text/html", "")))
+    return parser.alts
+
+
+def _text(source: str | list[str]) -> str:
+    return source if isinstance(source, str) else "".join(source)
+
+
 def draws_a_figure(cell: dict) -> int:
-    """How many images the cell's stored outputs hold."""
-    return sum(1 for out in cell.get("outputs", []) if any(key.startswith("image/") for key in out.get("data", {})))
+    """How many outputs of the cell are figures: images, or HTML holding pictures."""
+    return sum(
+        1
+        for out in cell.get("outputs", [])
+        if any(key.startswith("image/") for key in out.get("data", {}))
+        or "<img" in _text(out.get("data", {}).get("text/html", ""))
+    )
 
 
 def read(path: Path) -> dict:
@@ -61,7 +95,7 @@ def figure_options(entry: dict[str, str]) -> dict:
     figure = {"caption": entry["caption"]}
     if "name" in entry:
         figure["name"] = entry["name"]
-    return {"image": {"alt": entry["alt"]}, "figure": figure}
+    return {**({"image": {"alt": entry["alt"]}} if "alt" in entry else {}), "figure": figure}
 
 
 def apply(root: Path = ROOT, table: dict | None = None) -> list[str]:
@@ -80,7 +114,7 @@ def apply(root: Path = ROOT, table: dict | None = None) -> list[str]:
             if cell is None:
                 raise KeyError(f"figures.toml: {notebook} has no cell with id {cell_id!r} (was the cell replaced?)")
             mystnb = cell.setdefault("metadata", {}).get("mystnb", {})
-            wanted = {**mystnb, **figure_options(entry)}
+            wanted = {**{k: v for k, v in mystnb.items() if k not in OPTIONS}, **figure_options(entry)}
             if mystnb != wanted:
                 cell["metadata"]["mystnb"] = wanted
                 dirty = True
@@ -108,9 +142,10 @@ def problems(root: Path = ROOT, table: dict | None = None) -> list[str]:
                 elif cell_id in entries and not images:
                     found.append(f"{notebook}: cell {cell_id} has an entry in figures.toml but draws no figure")
                 elif cell_id in entries:
+                    found += _alt_problems(notebook, cell, entries[cell_id])
                     expected = figure_options(entries[cell_id])
                     mystnb = cell.get("metadata", {}).get("mystnb", {})
-                    if {key: mystnb.get(key) for key in expected} != expected:
+                    if {key: mystnb.get(key) for key in OPTIONS} != {key: expected.get(key) for key in OPTIONS}:
                         found.append(f"{notebook}: cell {cell_id}: run python tools/figure_text.py")
                     if images > 1 and "name" in entries[cell_id]:
                         found.append(f"{notebook}: cell {cell_id} draws {images} frames: a name would be duplicated")
@@ -118,6 +153,18 @@ def problems(root: Path = ROOT, table: dict | None = None) -> list[str]:
                 ids = {cell.get("id") for cell in read(path)["cells"]}
                 found += [f"{notebook}: no cell with id {i!r}" for i in entries if i not in ids]
     found += [f"figures.toml names {nb}, which does not exist" for nb in table if not (root / nb).is_file()]
+    return found
+
+
+def _alt_problems(notebook: str, cell: dict, entry: dict[str, str]) -> list[str]:
+    """An image output needs the entry's alt; pictures in HTML carry their own, so the entry has none."""
+    where = f"{notebook}: cell {cell.get('id')}"
+    alts = html_image_alts(cell)
+    if not alts:
+        return [] if "alt" in entry else [f"{where}: figures.toml gives no alt text for its figure"]
+    found = [f"{where}: an <img> in its HTML has no alt text" for alt in alts if not (alt or "").strip()]
+    if "alt" in entry:
+        found.append(f"{where}: its HTML pictures carry their own alt texts; drop the alt in figures.toml")
     return found
 
 

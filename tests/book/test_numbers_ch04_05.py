@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from notebook_text import printed, shown, tagged
+from notebook_text import markdown, printed, shown, tagged
 from paths import ROOT
 from prose_numbers import agrees, lines_with, listed, readings, shows
 
@@ -250,23 +250,43 @@ def test_teaching_version_agrees_on_random_expressions(teaching_value, inputs, s
 # ---- issue 14: frames, the BFS counterexample, the Jacobian, node nudging ---------------------
 
 
-def svg_captions(path: Path, tag: str) -> list[str]:
-    """The caption lines graphviz wrote into the SVG frames of the cell tagged ``tag``."""
+def stepper_captions(path: Path, tag: str) -> list[str]:
+    """The captions of the stepper that the cell tagged ``tag`` shows, one per frame, as the page shows them."""
     import html
 
     [cell] = tagged(path, tag)
-    texts = [re.findall(r"<text[^>]*>([^<]*)</text>", out.data["image/svg+xml"]) for out in cell.outputs]
-    return [" ".join(html.unescape(t) for t in frame if t.startswith(("step", "=")) or "+=" in t) for frame in texts]
+    [page] = [out.data["text/html"] for out in cell.outputs if "text/html" in out.get("data", {})]
+    return [html.unescape(text) for text in re.findall(r'<div class="stepper-frame"[^>]*><p[^>]*>(.*?)</p>', page)]
 
 
-def test_ch04_frames_show_each_adjoint_with_its_sum():
-    captions = svg_captions(CH04, "ch04-frames")
+def test_ch04_stepper_shows_each_adjoint_with_the_children_it_sums():
+    captions = stepper_captions(CH04, "ch04-frames")
     assert len(captions) == 7
-    assert (
-        captions[4]
-        == "step 5: adjoint of x1 = Σ child's adjoint × local derivative = 1.000 × 0.500 + 1.000 × 5.000 = 5.500"
+    assert captions[4] == (
+        "Step 5 of 7: x1 sums over its children v1 and v2: x̄1 = v̄1 × ∂v1/∂x1 + v̄2 × ∂v2/∂x1 "
+        "= 1.000 × 0.500 + 1.000 × 5.000 = 5.500."
     )
-    assert captions[6].endswith(f"= 1.000 × 2.000 − 1.000 × {math.cos(5.0):.3f} = {2 - math.cos(5.0):.3f}")
+    assert captions[6].startswith("Step 7 of 7: x2 sums over its children v2 and v3:")
+    assert captions[6].endswith(f"= 1.000 × 2.000 − 1.000 × {math.cos(5.0):.3f} = {2 - math.cos(5.0):.3f}.")
+
+
+def test_ch04_says_why_the_stepper_and_the_table_may_differ_in_order():
+    """The prose names both orders: they are the engine's, they differ, and each puts every node
+    after all of its children (a reverse topological order), which the prose gives as the reason."""
+    prose = " ".join(markdown(CH04).split())
+    found = re.search(r"The stepper visits \$([^$]*)\$; the adjoint table above lists \$([^$]*)\$", prose)
+    assert found, "chapter 4 no longer states the stepper's and the table's orders"
+    stated = [[name.strip().replace("_", "") for name in group.split(",")] for group in found.groups()]
+    x1, x2, nodes = running_example()
+    names = dict(zip(map(id, (x1, x2, *nodes)), ["x1", "x2", "v1", "v2", "v3", "v4", "v5"]))
+    by_name = {names[id(node)]: node for node in (x1, x2, *nodes)}
+    assert stated[0] == [names[id(node)] for node in graph.reverse(nodes[-1])]
+    assert stated[1] == [row[0].replace("\u0304", "") for row in graph.adjoint_table(nodes[-1])]
+    assert stated[0] != stated[1]
+    for order in stated:
+        position = {name: k for k, name in enumerate(order)}
+        assert all(position[names[id(child)]] < position[name] for name in order for child in by_name[name]._children)
+    assert "any *reverse topological order*" in prose
 
 
 def test_ch04_breadth_first_order_gives_a_wrong_adjoint():
@@ -303,12 +323,14 @@ def test_ch05_nudging_a_node_moves_L_by_its_adjoint():
     assert (2.0 * 3.0 * (-1.0 + 0.01)) - (-6.0) == pytest.approx(0.06)
 
 
-def test_ch05_frames_list_what_each_backward_adds():
-    captions = svg_captions(CH05, "ch05-frames")
-    assert captions == [
-        "step 1: L._backward() with grad 1.000 e += 2.000, b += -3.000",
-        "step 2: e._backward() with grad 2.000 c += -2.000, d += 6.000",
-        "step 3: c._backward() with grad -2.000 a += -2.000, b += -2.000",
-        "step 4: d._backward() with grad 6.000 a += 6.000, (neg) += 6.000",
-        "step 5: (neg)._backward() with grad 6.000 b += -6.000",
-    ]
+def test_ch05_stepper_lists_what_each_backward_sends_to_each_parent():
+    captions = stepper_captions(CH05, "ch05-frames")
+    steps = [re.match(r"Step \d of 7: (\S+) (runs|is a leaf)", caption).group(1) for caption in captions]
+    assert steps == ["L", "e", "c", "d", "a", "neg(b)", "b"]
+    assert captions[0].endswith(
+        "sends to its parents e and b: e.grad += 1.000 × 2.000 = 2.000; b.grad += 1.000 × (−3.000) = −3.000."
+    )
+    assert captions[2].endswith("b.grad += −2.000 × 1.000 = −2.000 (now −5.000).")
+    assert captions[3].endswith("a.grad += 6.000 × 1.000 = 6.000 (now 4.000); neg(b).grad += 6.000 × 1.000 = 6.000.")
+    assert captions[5].endswith("b.grad += 6.000 × (−1.000) = −6.000 (now −11.000).")
+    assert captions[6] == "Step 7 of 7: b is a leaf: its grad −11.000 is complete, and it has no parents to send to."

@@ -104,12 +104,12 @@ def count_by_impact(report: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
 
 FIGURES = """
 return [...document.querySelectorAll("article.bd-article img")]
-  .filter((img) => img.src.includes("/_images/"))
+  .filter((img) => img.src.includes("/_images/") || img.src.startsWith("data:image/"))
   .map((img) => {
     const figure = img.closest("figure");
     const caption = figure && figure.querySelector("figcaption");
-    return {src: img.src.split("/").pop(), alt: img.getAttribute("alt"),
-            caption: caption ? caption.textContent.trim() : null};
+    const src = img.src.startsWith("data:") ? "a stepper's frame" : img.src.split("/").pop();
+    return {src, alt: img.getAttribute("alt"), caption: caption ? caption.textContent.trim() : null};
   });
 """
 TRIVIAL_ALT = re.compile(
@@ -229,6 +229,61 @@ def test_keyboard_reaches_the_colab_launch_button(browser, server):
     colab = tab_to(browser, "el.matches('a') && el.href.startsWith('https://colab.research.google.com/')")
     assert colab is not None and colab.is_displayed(), "Tab never reaches the visible Colab launch link"
     assert colab.get_attribute("href").endswith(html_path(chapter).replace(".html", ".ipynb"))
+
+
+# The backward frames of chapters 4 and 5 are steppers (course_lib.figures.stepper): one frame
+# at a time, moved by two buttons and a labelled range slider.
+STEPPER_PAGES = [p for p in PAGES if p.suffix == ".ipynb" and "course-stepper" in p.read_text()]
+STEPPER = """
+const stepper = document.querySelector(".course-stepper");
+const shown = [...stepper.querySelectorAll(".stepper-frame")].filter((f) => f.getClientRects().length > 0);
+const sizes = [...stepper.querySelectorAll("img")].map((img) => `${img.naturalWidth}x${img.naturalHeight}`);
+return {frames: stepper.querySelectorAll(".stepper-frame").length, shown: shown.map((f) => f.textContent.trim()),
+        sizes: [...new Set(sizes)], status: stepper.querySelector("output").textContent,
+        slider: stepper.querySelector("input[type=range]").value,
+        label: stepper.querySelector("label").textContent + " " + stepper.querySelector("input").labels.length};
+"""
+
+
+@pytest.mark.parametrize("page", STEPPER_PAGES, ids=lambda p: html_path(p))
+def test_keyboard_steps_through_a_sweep_offline(browser, server, page):
+    """One frame shows at a time, all frames of one size; Enter and Space on the buttons and the
+    arrow, Home and End keys on the slider move it, with a focus ring and no kernel."""
+    assert len(STEPPER_PAGES) == 2
+    assert visit(browser, server + html_path(page)) == []
+    state = browser.execute_script(STEPPER)
+    assert state["frames"] == 7 and len(state["sizes"]) == 1 and state["sizes"][0] != "0x0", state
+    assert len(state["shown"]) == 1 and state["shown"][0].startswith("Step 1 of 7:"), state
+    assert state["status"] == "step 1 of 7" and state["label"] == "Step 1"
+
+    def at(step: int) -> None:
+        WebDriverWait(browser, 5).until(
+            lambda d: d.execute_script(STEPPER)["shown"][0].startswith(f"Step {step} of 7:")
+        )
+        now = browser.execute_script(STEPPER)
+        assert len(now["shown"]) == 1 and now["slider"] == str(step) and now["status"] == f"step {step} of 7"
+
+    button = tab_to(browser, "el.matches('.course-stepper button[data-move=\"1\"]')", limit=600)
+    assert button is not None, f"Tab never reaches the stepper's Next button on {html_path(page)}"
+    assert button.text == "Next step" and browser.execute_script(FOCUS_RING)
+    button.send_keys(Keys.ENTER)
+    at(2)
+    button.send_keys(Keys.SPACE)
+    at(3)
+    slider = tab_to(browser, "el.matches('.course-stepper input[type=range]')", limit=600)
+    assert slider is not None and browser.execute_script(FOCUS_RING)
+    slider.send_keys(Keys.END)
+    at(7)
+    assert (
+        browser.execute_script(
+            "return document.querySelector('.course-stepper button[data-move=\"1\"]').getAttribute('aria-disabled')"
+        )
+        == "true"
+    )
+    slider.send_keys(Keys.HOME)
+    at(1)
+    slider.send_keys(Keys.ARROW_RIGHT)
+    at(2)
 
 
 # -- dark mode --------------------------------------------------------------------------------------
