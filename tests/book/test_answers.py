@@ -37,17 +37,19 @@ MYST_MARKUP = re.compile(
 )
 
 
-def plain(html: str) -> str:
-    """The text of rendered HTML without code blocks, whitespace collapsed."""
-    soup = BeautifulSoup(html, "html.parser")
-    for pre in soup.find_all("pre"):
-        pre.decompose()
-    return " ".join(soup.get_text(" ").split())
+BLOCKS = ["p", "li", "td", "th", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6"]
 
 
 def sentences(markdown: str) -> list[str]:
-    """The sentences of at least 30 characters of rendered Markdown (code blocks left out)."""
-    return [s for s in re.split(r"(?<=[.?!])\s+", plain(markdown2html_mistune(markdown))) if len(s) >= 30]
+    """The sentences of at least 30 characters of rendered Markdown, each within one paragraph,
+    list item or table cell (code blocks left out)."""
+    soup = BeautifulSoup(markdown2html_mistune(markdown), "html.parser")
+    for pre in soup.find_all("pre"):
+        pre.replace_with("\n\n")
+    for block in soup.find_all(BLOCKS):
+        block.append("\n\n")
+    paragraphs = [" ".join(p.split()) for p in soup.get_text(" ").split("\n\n")]
+    return [s for p in paragraphs for s in re.split(r"(?<=[.?!])\s+", p) if len(s) >= 30]
 
 
 @cache
