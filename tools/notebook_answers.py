@@ -24,9 +24,10 @@ notebook it rewrites each exercise into sphinx-exercise's directives, ``:::{exer
 numbers the exercises and shows each answer as a dropdown. It rewrites two more things:
 
 - a line ``<a id="label"></a>`` (a place to link to) becomes the MyST target ``(label)=``;
-- a link into another chapter, ``[text](06_topological_order.ipynb#label)``, which Jupyter
-  follows, becomes ``[text](#label)``, which MyST resolves across the book. A link within a
-  chapter, ``[text](#label)``, works in both as it is.
+- a link to a label on another page of ``book/``, ``[text](06_topological_order.ipynb#label)``,
+  which Jupyter follows, becomes ``[text](#label)``, which MyST resolves across the book (it
+  cannot resolve the first: it only looks for heading anchors in a linked page). A link within
+  a chapter, ``[text](#label)``, works in both as it is.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ SOLUTION = re.compile(
     re.M | re.S,
 )
 ANCHOR = re.compile(rf'^<a id="(?P<label>{LABEL})"></a>[ \t]*$', re.M)
-CHAPTER_LINK = re.compile(rf"\]\([\w-]+\.ipynb#(?P<label>{LABEL})\)")
+PAGE_LINK = re.compile(rf"\]\([\w-]+\.(?:ipynb|md)#(?P<label>{LABEL})\)")
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def to_myst(text: str) -> str:
                 parts.append(trim(seg))
         text = "\n\n".join(parts)
     text = ANCHOR.sub(r"(\g<label>)=", text)
-    return CHAPTER_LINK.sub(r"](#\g<label>)", text)
+    return PAGE_LINK.sub(r"](#\g<label>)", text)
 
 
 def _rewrite_notebook(app: Sphinx, docname: str, source: list[str]) -> None:
