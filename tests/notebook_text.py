@@ -1,12 +1,14 @@
 """The text of an executed notebook, as the tests look it up: what it displays, what its tagged
-cells print, and its prose."""
+cells print, its prose, and its exercises and solutions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import nbformat
+from hide_answers import myst_segments  # tools/hide_answers.py
 from nbformat import NotebookNode
+from notebook_answers import Exercise, Solution  # tools/notebook_answers.py
 
 
 def _read(nb_or_path: NotebookNode | Path) -> NotebookNode:
@@ -43,3 +45,19 @@ def printed(cells: list[NotebookNode]) -> str:
 def markdown(nb_or_path: NotebookNode | Path) -> str:
     """The sources of the notebook's markdown cells, one after another."""
     return "\n".join(c.source for c in _read(nb_or_path).cells if c.cell_type == "markdown")
+
+
+def _answer_segments(nb_or_path: NotebookNode | Path) -> list:
+    cells = [c for c in _read(nb_or_path).cells if c.cell_type == "markdown"]
+    return [seg for c in cells for seg in myst_segments(c.source, "a notebook") if not isinstance(seg, str)]
+
+
+def exercises(nb_or_path: NotebookNode | Path) -> list[Exercise]:
+    """The notebook's exercises in order, each read from its own Markdown cell, in the notebook
+    form of tools/notebook_answers.py or as a MyST directive."""
+    return [seg for seg in _answer_segments(nb_or_path) if isinstance(seg, Exercise)]
+
+
+def solutions(nb_or_path: NotebookNode | Path) -> list[Solution]:
+    """The notebook's solutions in order (``label`` is their exercise's), read as ``exercises``."""
+    return [seg for seg in _answer_segments(nb_or_path) if isinstance(seg, Solution)]

@@ -122,6 +122,28 @@ def readme_links(course: Course) -> str:
     )
 
 
+def toc_pages(root: Path = ROOT) -> list[Path]:
+    """The book's pages in the order of ``_toc.yml``: its root, then every listed file."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+
+    def files(node) -> list[str]:
+        if isinstance(node, dict):
+            return ([node["file"]] if "file" in node else []) + [f for value in node.values() for f in files(value)]
+        if isinstance(node, list):
+            return [f for item in node for f in files(item)]
+        return []
+
+    pages = []
+    for entry in [toc["root"], *files(toc.get("parts", toc.get("chapters", [])))]:
+        found = [root / f"{entry}{suffix}" for suffix in (".ipynb", ".md") if (root / f"{entry}{suffix}").exists()]
+        if not found:
+            raise ValueError(f"_toc.yml lists '{entry}', which is neither {entry}.ipynb nor {entry}.md")
+        pages.append(found[0])
+    return pages
+
+
 def notebooks(root: Path = ROOT, folders=("book", "solutions", "exercises")) -> list[Path]:
     return sorted(
         p for folder in folders for p in (root / folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts

@@ -33,6 +33,7 @@ PUBLIC = [
     "benchmarks",
     "tools/mathjax_assets.py",
     "tools/book_site.py",
+    "tools/notebook_answers.py",
     "tools/book_static",
     "_config.yml",
     "_toc.yml",

@@ -15,7 +15,7 @@ from importlib import resources
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import markdown, printed, shown, tagged
+from notebook_text import exercises, markdown, printed, shown, solutions, tagged
 from paths import ROOT
 from prose_numbers import lines_with, mentions_all, shows
 from prose_numbers import section as prose_section
@@ -305,7 +305,8 @@ def test_chapter_is_clean(chapter):
     assert images >= 5, "the chapter should show its five figures"
     prose = markdown(chapter)
     assert "## Learning goals" in prose and "## Check yourself" in prose
-    assert prose.count("::::{exercise}") >= 3 and prose.count(":class: dropdown") == prose.count("::::{solution}")
+    assert len(exercises(chapter)) >= 3
+    assert sorted(e.label for e in exercises(chapter)) == sorted(s.label for s in solutions(chapter))
     assert "python benchmarks/record.py" in prose and "python -m benchmarks.compiled" in prose
 
 

@@ -1,4 +1,5 @@
-"""Exercises of chapters 1 to 7: at least three per chapter with a solution hidden in a dropdown,
+"""Exercises of chapters 1 to 7: at least three per chapter, each with one solution (hidden until
+clicked: tests/book/test_answers.py),
 and a coding exercise whose check, run on the stub the reader sees, says "not written yet" and,
 run on the published solution, says every case is right."""
 
@@ -10,12 +11,10 @@ import re
 
 import nbformat
 import pytest
-from notebook_text import markdown, tagged
+from notebook_text import exercises, markdown, solutions, tagged
 from paths import ROOT
 
 CHAPTERS = sorted((ROOT / "book").glob("0[1-7]_*.ipynb"))
-EXERCISE = re.compile(r"^:::\{exercise\}\n:label: (\S+)\n", re.M)
-SOLUTION = re.compile(r"^:::\{solution\} (\S+)\n:class: dropdown\n(.*?)^:::$", re.M | re.S)
 
 
 def ids(paths):
@@ -34,15 +33,14 @@ def run(*sources: str) -> str:
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
 def test_every_exercise_has_a_hidden_solution(path):
-    text = markdown(path)
-    labels = EXERCISE.findall(text)
-    solved = dict(SOLUTION.findall(text))
+    labels = [exercise.label for exercise in exercises(path)]
+    solved = [solution.label for solution in solutions(path)]
     chapter = int(path.name[:2])
     assert len(labels) >= 3, f"{path.name} has {len(labels)} exercises, at least 3 wanted"
     assert all(label.startswith(f"ch{chapter:02d}-") for label in labels), labels
     assert len(set(labels)) == len(labels)
-    assert sorted(solved) == sorted(labels), "every exercise needs one solution (class dropdown) and no more"
-    assert "{dropdown}" not in text.split("## Check yourself")[1], "answers use {solution}, not bare dropdowns"
+    assert sorted(solved) == sorted(labels), "every exercise needs one solution and no more"
+    assert "{dropdown}" not in markdown(path).split("## Check yourself")[1], "answers are solutions, not bare dropdowns"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
@@ -51,7 +49,7 @@ def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
     [stub] = tagged(nb, "exercise-stub")
     [check] = tagged(nb, "exercise-check")
     chapter = int(path.name[:2])
-    solution = dict(SOLUTION.findall(markdown(nb)))[f"ch{chapter:02d}-code"]
+    solution = {s.label: s.body for s in solutions(nb)}[f"ch{chapter:02d}-code"]
     code = re.search(r"```python\n(.*?)```", solution, re.S).group(1)
     shown = "".join(out.text for out in check.outputs if out.output_type == "stream")
     assert "is not written yet" in shown, "the executed chapter shows the check run on the stub"
@@ -86,10 +84,11 @@ def test_chapter_links_notation_ends_with_a_summary_and_keeps_plotting_out(path)
 
 def test_the_post_order_argument_is_stated_once_and_referenced():
     texts = {path.name[:2]: markdown(path) for path in CHAPTERS}
-    assert texts["06"].count("(post-order-proof)=") == 1
-    proof = texts["06"].split("(post-order-proof)=", 1)[1]
+    anchor = '<a id="post-order-proof"></a>'  # the book's target (post-order-proof)=, tools/notebook_answers.py
+    assert texts["06"].count(anchor) == 1
+    proof = texts["06"].split(anchor, 1)[1]
     assert re.match(r"\s*#+ \S", proof), "the label is on the proof's heading"
     assert re.search(r"\bw_0, w_1, \\dots, w_k\b", proof), "the proof follows: the chain of open nodes"
     for chapter in ("03", "04"):
-        assert "<post-order-proof>`" in texts[chapter], f"chapter {chapter} refers to the proof"
+        assert "](06_topological_order.ipynb#post-order-proof)" in texts[chapter], f"chapter {chapter} links the proof"
         assert "closes a cycle" not in texts[chapter] and "close a cycle" not in texts[chapter]

@@ -15,7 +15,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import markdown, printed, tagged
+from notebook_text import exercises, markdown, printed, solutions, tagged
 from paths import BOOK
 from prose_numbers import lines_with, listed, mentions, shows
 
@@ -397,8 +397,8 @@ def test_chapters_have_exercises_with_hidden_solutions(path):
     with a check cell that the committed notebook shows as not yet attempted; a summary."""
     nb = nbformat.read(path, as_version=4)
     text = markdown(nb)
-    labels = re.findall(r"^::::\{exercise\}\n:label: (\S+)", text, re.M)
-    solved = re.findall(r"^::::\{solution\} (\S+)\n:class: dropdown", text, re.M)
+    labels = [exercise.label for exercise in exercises(nb)]
+    solved = [solution.label for solution in solutions(nb)]
     assert len(labels) >= 3 and sorted(labels) == sorted(solved)
     assert "**Coding.**" in text and "## Summary" in text
     prefix = path.name[:2]

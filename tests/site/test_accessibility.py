@@ -18,6 +18,7 @@ from collections import Counter
 
 import pytest
 from built_site import html_path
+from notebook_text import solutions
 from paths import PAGES, ROOT
 from test_browser import TIMEOUT, missing, settle, visit
 
@@ -202,7 +203,7 @@ def test_keyboard_opens_the_search_and_searches(browser, server):
 
 
 # The chapters' "check yourself" solutions are sphinx-exercise dropdowns (sphinx-togglebutton).
-SOLUTION_PAGE = next(p for p in PAGES if p.suffix == ".ipynb" and ":class: dropdown" in p.read_text())
+SOLUTION_PAGE = next(p for p in PAGES if p.suffix == ".ipynb" and solutions(p))
 SOLUTION_HIDDEN = """
 const solution = document.activeElement.closest(".solution");
 return !solution.querySelector("section").checkVisibility({opacityProperty: true, visibilityProperty: true});
