@@ -3,6 +3,7 @@ cells print, and its prose."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -43,3 +44,16 @@ def printed(cells: list[NotebookNode]) -> str:
 def markdown(nb_or_path: NotebookNode | Path) -> str:
     """The sources of the notebook's markdown cells, one after another."""
     return "\n".join(c.source for c in _read(nb_or_path).cells if c.cell_type == "markdown")
+
+
+def solution(nb_or_path: NotebookNode | Path, label: str) -> str:
+    """The answer to the exercise ``label``, written as a MyST ``{solution}`` block or in the
+    notebook form ``<details class="solution" data-exercise="label">``."""
+    text = markdown(nb_or_path)
+    forms = (
+        rf"^(:{{3,}})\{{solution\}} {re.escape(label)}\n(?P<body>.*?)^\1$",
+        rf'^<details class="solution" data-exercise="{re.escape(label)}">\n(?P<body>.*?)^</details>',
+    )
+    found = [m["body"] for form in forms for m in re.finditer(form, text, re.M | re.S)]
+    assert len(found) == 1, f"{len(found)} solutions to {label!r}"
+    return found[0]

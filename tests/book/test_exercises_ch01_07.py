@@ -15,6 +15,7 @@ from paths import ROOT
 
 CHAPTERS = sorted((ROOT / "book").glob("0[1-7]_*.ipynb"))
 EXERCISE = re.compile(r"^:::\{exercise\}\n:label: (\S+)\n", re.M)
+CODING = re.compile(r"^:::\{exercise\}\n:label: (\S+)\n\*\*Coding\.\*\*", re.M)
 SOLUTION = re.compile(r"^:::\{solution\} (\S+)\n:class: dropdown\n(.*?)^:::$", re.M | re.S)
 
 
@@ -22,9 +23,13 @@ def ids(paths):
     return [p.name[:2] for p in paths]
 
 
-def run(*sources: str) -> str:
-    """What the sources print when run one after another in a fresh namespace."""
+def run(*sources: str, prelude: tuple[str, ...] = ()) -> str:
+    """What the sources print when run one after another in a fresh namespace, after ``prelude``
+    (run first, its output discarded)."""
     namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for source in prelude:
+            exec(source, namespace)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for source in sources:
@@ -48,16 +53,21 @@ def test_every_exercise_has_a_hidden_solution(path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
 def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
     nb = nbformat.read(path, as_version=4)
-    [stub] = tagged(nb, "exercise-stub")
-    [check] = tagged(nb, "exercise-check")
+    stubs, checks = tagged(nb, "exercise-stub"), tagged(nb, "exercise-check")
+    labels = CODING.findall(markdown(nb))  # the coding exercises, in the order of their stubs
     chapter = int(path.name[:2])
-    solution = dict(SOLUTION.findall(markdown(nb)))[f"ch{chapter:02d}-code"]
-    code = re.search(r"```python\n(.*?)```", solution, re.S).group(1)
-    shown = "".join(out.text for out in check.outputs if out.output_type == "stream")
-    assert "is not written yet" in shown, "the executed chapter shows the check run on the stub"
-    assert "is not written yet" in run(stub.source, check.source)
-    verdict = run(code, check.source)
-    assert verdict.startswith("✔") and "cases right" in verdict, verdict
+    assert f"ch{chapter:02d}-code" in labels and len(stubs) == len(checks) == len(labels), labels
+    solutions = dict(SOLUTION.findall(markdown(nb)))
+    # a check may compare with the engine the chapter built (its cells tagged teaching-version)
+    teaching = [c for c in nb.cells if c.cell_type == "code" and "teaching-version" in c.metadata.get("tags", [])]
+    engine = tuple(c.source for c in teaching)
+    for label, stub, check in zip(labels, stubs, checks):
+        code = re.search(r"```python\n(.*?)```", solutions[label], re.S).group(1)
+        shown = "".join(out.text for out in check.outputs if out.output_type == "stream")
+        assert "is not written yet" in shown, f"{label}: the executed chapter shows the check run on the stub"
+        assert "is not written yet" in run(stub.source, check.source, prelude=engine), label
+        verdict = run(code, check.source, prelude=engine)
+        assert verdict.startswith("✔") and "cases right" in verdict, (label, verdict)
 
 
 # ---- reading flow of chapters 1 to 7 (issue 14, item 5) ----------------------------------------
