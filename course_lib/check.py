@@ -1,10 +1,11 @@
 """Finite differences and gradient checking.
 
-``numerical_grad`` estimates a derivative with central differences,
+``numerical_grad`` estimates a derivative with central differences of step ``h`` (the
+argument ``eps``),
 
-    f'(x) ~ (f(x + eps) - f(x - eps)) / (2 eps),
+    f'(x) ~ (f(x + h) - f(x - h)) / (2 h),
 
-whose truncation error shrinks like eps**2 (a forward difference only shrinks like eps).
+whose truncation error shrinks like h**2 (a forward difference only shrinks like h).
 ``gradcheck`` compares an automatic-differentiation gradient with that estimate: the
 standard test that a new backward rule is right.
 """

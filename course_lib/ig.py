@@ -2,10 +2,11 @@
 
 The attribution of feature ``i`` is the path integral
 
-    IG_i(x) = (x_i - b_i) * integral_0^1 dF/dx_i(b + alpha (x - b)) d alpha
+    IG_i(x) = (x_i - x'_i) * integral_0^1 dF/dx_i(x' + alpha (x - x')) d alpha
 
-along the straight line from a baseline ``b`` to the input ``x``. A quadrature rule
-replaces the integral by a weighted sum over ``m`` path points. All ``m`` points are
+along the straight line from a baseline ``x'`` (the argument ``baseline``) to the input
+``x``, with the path variable ``alpha`` running from 0 to 1 (the book's notation page). A
+quadrature rule replaces the integral by a weighted sum over ``m`` path points. All ``m`` points are
 stacked into one batch of shape ``(m, *x.shape)``: one forward pass gives the ``m``
 outputs, one backward pass gives the ``m`` gradients (each row of the batch only
 influences its own output, so the gradient of ``sum(outputs)`` is the stack of the

@@ -61,3 +61,10 @@ def exercises(nb_or_path: NotebookNode | Path) -> list[Exercise]:
 def solutions(nb_or_path: NotebookNode | Path) -> list[Solution]:
     """The notebook's solutions in order (``label`` is their exercise's), read as ``exercises``."""
     return [seg for seg in _answer_segments(nb_or_path) if isinstance(seg, Solution)]
+
+
+def solution(nb_or_path: NotebookNode | Path, label: str) -> str:
+    """The answer to the exercise ``label`` (there must be exactly one)."""
+    found = [s.body for s in solutions(nb_or_path) if s.label == label]
+    assert len(found) == 1, f"{len(found)} solutions to {label!r}"
+    return found[0]

@@ -286,7 +286,7 @@ def descent_runs(loss: Callable, runs: Sequence[np.ndarray], ends: Sequence[str]
         ax.plot(*run[0], "k.", ms=5)
     for name, colour in colours.items():
         ax.plot([], [], color=colour, label=f"{name} ({list(ends).count(name)})")
-    ax.set_title(f"Gradient descent from {len(runs)} random starts ($\\alpha = {lr:g}$)")
+    ax.set_title(f"Gradient descent from {len(runs)} random starts ($\\eta = {lr:g}$)")
     ax.legend(loc="lower center", fontsize=8, ncol=2)
     fig.tight_layout()
     plt.show()

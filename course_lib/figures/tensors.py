@@ -306,7 +306,7 @@ def loss_gap(gap: np.ndarray) -> Figure:
         fig, ax = plt.subplots(figsize=(8, 3.4))
         ax.plot(np.arange(1, len(gap) + 1), gap / eps, ".", ms=3, color="C3")
         ax.set_xlabel("SGD step")
-        ax.set_ylabel(r"$|\ell_\mathrm{course\_lib} - \ell_\mathrm{PyTorch}|\ /\ \varepsilon$")
+        ax.set_ylabel(r"$|\ell_\mathrm{course\_lib} - \ell_\mathrm{PyTorch}|\ /\ \varepsilon_\mathrm{mach}$")
         ax.set_title("Loss difference between the two libraries, in units of machine epsilon")
         ax.set_ylim(-0.5, max(4.5, gap.max() / eps + 0.5))
         fig.tight_layout()

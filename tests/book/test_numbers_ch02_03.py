@@ -4,10 +4,12 @@ and the chapters' inline teaching versions checked against course_lib."""
 from __future__ import annotations
 
 import math
+import re
 
+import nbformat
 import numpy as np
 import pytest
-from notebook_text import shown, tagged
+from notebook_text import markdown, shown, tagged
 from paths import ROOT
 from prose_numbers import shows
 
@@ -77,6 +79,23 @@ def test_chapter_2_shows_the_trace():
     text = shown(CH02)
     for number in ("0.693", "10.000", "-0.959", "10.693", "11.652", "2,097,151"):
         assert number in text, f"Chapter 2 should display {number}"
+
+
+def test_chapter_2_says_where_its_drawing_puts_the_inputs():
+    """The prose names the side of the graph drawing where the inputs and the output sit."""
+    nb = nbformat.read(CH02, as_version=4)
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and c.source.strip().endswith("draw_graph(y)")]
+    svg = next(out.data["image/svg+xml"] for out in cell.outputs if "image/svg+xml" in out.get("data", {}))
+    labels = re.findall(r'<text[^>]* x="([-\d.]+)" y="([-\d.]+)"[^>]*>(x1|v5)</text>', svg)
+    where = {name: (float(x), float(y)) for x, y, name in labels}
+    (x_in, y_in), (x_out, y_out) = where["x1"], where["v5"]
+    if abs(y_out - y_in) > abs(x_out - x_in):  # SVG's y grows downwards
+        assert y_in < y_out
+        expected = "Inputs sit at the top, the output at the bottom"
+    else:
+        assert x_in < x_out
+        expected = "Inputs sit on the left, the output on the right"
+    assert expected in " ".join(markdown(nb).split()), expected
 
 
 def test_chapter_3_shows_the_tangents_and_the_confusion():

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from notebook_text import markdown, printed, shown, tagged
+from notebook_text import markdown, printed, shown, solution, tagged
 from paths import ROOT
-from prose_numbers import agrees, lines_with, listed, readings, shows
+from prose_numbers import agrees, lines_with, listed, mentions, mentions_all, readings, shows
 
 from course_lib import graph
 from course_lib.graph import Node, add, log, mul, sin, sub
@@ -152,6 +152,53 @@ def test_chapter_5_displays_the_numbers():
     ((x + 3) * x).backward()
     assert shows(text, "df/dx", x.grad) and x.grad == 13
     assert "'Value' and 'str'" in lines_with(text, "TypeError:")
+
+
+def test_ch05_exercise_on_repeated_calls_states_the_numbers():
+    """Exercise 3: three calls of the final backward() give 3x the gradient; the first version,
+    which never resets the intermediate adjoints, gives a.grad 4, 16, 40 and b.grad -11, -44, -119."""
+    namespace: dict = {"__name__": "teaching_version"}
+    first_version = None
+    for cell in tagged(CH05, "teaching-version"):
+        exec(compile(cell.source, "<teaching-version>", "exec"), namespace)
+        first_version = first_version or namespace.get("backward")
+    final = namespace["backward"]
+    assert first_version is not final
+    seen = {}
+    for name, backward in (("final", final), ("first", first_version)):
+        Value5 = namespace["Value"]
+        a, b = Value5(1.0), Value5(2.0)
+        L = b * ((a + b) * (a - b))
+        seen[name] = []
+        for _ in range(3):
+            backward(L)
+            seen[name].append((a.grad, b.grad))
+    assert seen["final"] == [(4.0, -11.0), (8.0, -22.0), (12.0, -33.0)]
+    assert seen["first"] == [(4.0, -11.0), (16.0, -44.0), (40.0, -119.0)]
+    answer = solution(CH05, "ch05-ex3")
+    for a_grad, b_grad in seen["first"] + seen["final"][-1:]:
+        assert mentions(answer, a_grad) and mentions(answer, b_grad), (a_grad, b_grad)
+    assert mentions(answer, seen["first"][2][0] - seen["first"][1][0], near="third call", within=40)
+
+
+def test_ch05_check_your_scalar_exercise():
+    """S4's exercise: (a^3 - b^2) a - a b and the four-factor product, by hand and by the engine."""
+
+    def engine(a, b, c):
+        x, y = Value(a), Value(b)
+        l1 = (x**3 - y**2) * x - x * y
+        l1.backward()
+        p, q, r = Value(a), Value(b), Value(c)
+        l2 = (p + q + r) * (-p + q + r) * (p - q + r) * (p + q - r)
+        l2.backward()
+        return l1.data, l2.data, (x.grad, y.grad, p.grad, q.grad, r.grad)
+
+    assert engine(1.0, 2.0, 3.0) == (-5.0, 0.0, (-2.0, -5.0, 48.0, 48.0, -48.0))
+    assert engine(3.0, 4.0, 5.0) == (21.0, 576.0, (88.0, -27.0, 384.0, 288.0, 0.0))
+    answer = solution(CH05, "ch05-check-scalar")
+    assert mentions_all(answer, [-5, -2, -5], near="At $(1, 2, 3)$", within=60)
+    assert mentions_all(answer, [0, 48, 48, -48, 6 * 4 * 2], near="flat", within=200)
+    assert mentions_all(answer, [0, 384, 288], near="right angle", within=150)
 
 
 # ---- chapter 5: the teaching version agrees with course_lib -----------------------------------

@@ -320,11 +320,11 @@ def test_ch07_rosenbrock_bound_is_local(gradient_descent):
     [cell] = tagged(CH07, "ch07-rosenbrock")
     text = "".join(out.text for out in cell.outputs if out.output_type == "stream")
     assert shows(text, "Hessian eigenvalues", 1, 1, low, high, high / low) and round(high / low) == 2508
-    assert shows(text, "stable near", 2, high, 2 / high)  # alpha < 2 / largest eigenvalue
+    assert shows(text, "stable near", 2, high, 2 / high)  # lr < 2 / largest eigenvalue
     assert shows(text, "at the start", -1.5, 2, start, 1e-3 * start)
     assert (round(start, 1), round(1e-3 * start, 3)) == (2092.2, 2.092)
-    assert shows(text, "eigenvalue exceeds", 2, len(over))  # steps taken where alpha times it exceeds 2
-    assert shows(text, "alpha from", -3, 3, 1e6, len(far) - 1) and len(far) - 1 == 4
+    assert shows(text, "eigenvalue exceeds", 2, len(over))  # steps taken where lr times it exceeds 2
+    assert shows(text, "lr from", -3, 3, 1e6, len(far) - 1) and len(far) - 1 == 4
 
 
 def test_ch07_gradcheck_catches_a_wrong_backward_rule():

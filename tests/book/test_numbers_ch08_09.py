@@ -352,6 +352,14 @@ def test_chapter_8_complex_step_is_exact_where_differences_cancel(ch08):
     assert float(rows[3][2]) == pytest.approx(exact, rel=0.01)  # 0.5 +- 1e-20 == 0.5: the difference is 0
 
 
+def test_the_complex_step_is_introduced_once(ch08):
+    """Chapter 1 introduces the complex step as a fourth way; chapter 8 refers back to it."""
+    introduce = [path.name[:2] for path in sorted(BOOK.glob("[01]*.ipynb")) if "a fourth way" in markdown(path).lower()]
+    assert introduce == ["01"], introduce
+    section = markdown(ch08).split("### Complex numbers", 1)[1].split("\n#", 1)[0]
+    assert "chapter 1" in section, "chapter 8 recalls the complex step from chapter 1"
+
+
 def test_chapter_8_nested_differences_lose_half_the_digits(ch08):
     """Check-yourself 4: the best central second difference is about sqrt(eps) off, at h ~ eps^(1/4)."""
     eps = np.finfo(float).eps
