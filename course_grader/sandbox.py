@@ -291,7 +291,7 @@ class Sandbox:
         return INSIDE_LIB if self.isolated else str(self.lib_parent)
 
     def command(self, scratch: Path, request_fd: int, reply_fd: int) -> list[str]:
-        venv_python = Path(sys.prefix) / "bin" / "python"
+        venv_python = Path(sys.prefix).resolve() / "bin" / "python"  # the bound path, if the venv is a link
         python = str(venv_python) if venv_python.exists() else sys.executable
         if not self.isolated:
             return [python, "-I", str(RUNNER), str(request_fd), str(reply_fd)]
@@ -345,7 +345,7 @@ class Sandbox:
     def environment(home: str) -> dict[str, str]:
         return {
             "HOME": home,
-            "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
+            "PATH": f"{Path(sys.prefix).resolve() / 'bin'}:/usr/bin:/bin",
             "LANG": "C.UTF-8",
             "MPLBACKEND": "Agg",
             "OPENBLAS_NUM_THREADS": "1",
