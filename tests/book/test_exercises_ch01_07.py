@@ -1,18 +1,24 @@
 """Exercises of chapters 1 to 7: at least three per chapter, each with one solution (hidden until
 clicked: tests/book/test_answers.py),
 and a coding exercise whose check, run on the stub the reader sees, says "not written yet" and,
-run on the published solution, says every case is right."""
+run on the published solution, says every case is right. Chapters 1 to 4 have at least two coding
+exercises that are not one-liners (issue 22), and their checks reject a typical slip and say why.
+"""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
+import math
 import re
 
 import nbformat
+import numpy as np
 import pytest
 from notebook_text import exercises, markdown, solutions, tagged
 from paths import ROOT
+from prose_numbers import mentions, mentions_all
 
 CHAPTERS = sorted((ROOT / "book").glob("0[1-7]_*.ipynb"))
 
@@ -47,24 +53,37 @@ def test_every_exercise_has_a_hidden_solution(path):
     assert "{dropdown}" not in markdown(path).split("## Check yourself")[1], "answers are solutions, not bare dropdowns"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
-def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
+def coding_exercises(path) -> dict[str, dict]:
+    """label -> the stub, the check and what the executed chapter shows it print, the solution's code
+    and text, and the engine the check may compare with (the chapter's cells tagged
+    teaching-version), for each coding exercise of the chapter, in the order of their stubs."""
     nb = nbformat.read(path, as_version=4)
     stubs, checks = tagged(nb, "exercise-stub"), tagged(nb, "exercise-check")
-    # the coding exercises, in the order of their stubs
     labels = [e.label for e in exercises(nb) if e.body.lstrip().startswith("**Coding")]
-    chapter = int(path.name[:2])
-    assert f"ch{chapter:02d}-code" in labels and len(stubs) == len(checks) == len(labels), labels
+    assert len(stubs) == len(checks) == len(labels), labels
     answers = {s.label: s.body for s in solutions(nb)}
-    # a check may compare with the engine the chapter built (its cells tagged teaching-version)
     teaching = [c for c in nb.cells if c.cell_type == "code" and "teaching-version" in c.metadata.get("tags", [])]
-    engine = tuple(c.source for c in teaching)
-    for label, stub, check in zip(labels, stubs, checks):
-        code = re.search(r"```python\n(.*?)```", answers[label], re.S).group(1)
-        shown = "".join(out.text for out in check.outputs if out.output_type == "stream")
-        assert "is not written yet" in shown, f"{label}: the executed chapter shows the check run on the stub"
-        assert "is not written yet" in run(stub.source, check.source, prelude=engine), label
-        verdict = run(code, check.source, prelude=engine)
+    return {
+        label: {
+            "stub": stub.source,
+            "check": check.source,
+            "shown": "".join(out.text for out in check.outputs if out.output_type == "stream"),
+            "code": re.search(r"```python\n(.*?)```", answers[label], re.S).group(1),
+            "solution": answers[label],
+            "engine": tuple(c.source for c in teaching),
+        }
+        for label, stub, check in zip(labels, stubs, checks)
+    }
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_coding_exercise_check_rejects_the_stub_and_accepts_the_solution(path):
+    found = coding_exercises(path)
+    assert f"ch{path.name[:2]}-code" in found, list(found)
+    for label, ex in found.items():
+        assert "is not written yet" in ex["shown"], f"{label}: the executed chapter shows the check run on the stub"
+        assert "is not written yet" in run(ex["stub"], ex["check"], prelude=ex["engine"]), label
+        verdict = run(ex["code"], ex["check"], prelude=ex["engine"])
         assert verdict.startswith("✔") and "cases right" in verdict, (label, verdict)
 
 
@@ -102,3 +121,329 @@ def test_the_post_order_argument_is_stated_once_and_referenced():
     for chapter in ("03", "04"):
         assert "](06_topological_order.ipynb#post-order-proof)" in texts[chapter], f"chapter {chapter} links the proof"
         assert "closes a cycle" not in texts[chapter] and "close a cycle" not in texts[chapter]
+
+
+# ---- chapters 1 to 4: coding exercises that make the reader think (issue 22, item 3) -------------
+
+
+def chapter(number: str):
+    return next(p for p in CHAPTERS if p.name.startswith(number))
+
+
+def statements(code: str) -> int:
+    """The statements in the bodies of the functions that ``code`` defines, docstrings left out."""
+    functions = [node for node in ast.parse(code).body if isinstance(node, ast.FunctionDef)]
+    inside = sum(isinstance(node, ast.stmt) for f in functions for node in ast.walk(f)) - len(functions)
+    return inside - sum(ast.get_docstring(f) is not None for f in functions)
+
+
+def namespace_after(*sources: str) -> dict:
+    """The namespace that the sources leave behind (what they print is discarded)."""
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for source in sources:
+            exec(source, namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04"])
+def test_at_least_two_coding_exercises_that_are_not_one_liners(number):
+    found = coding_exercises(chapter(number))
+    built = [label for label, ex in found.items() if statements(ex["code"]) >= 4]
+    assert len(built) >= 2, f"chapter {number}: {list(found)}, of which more than one-liners: {built}"
+    assert all(label in SLIPS for label in built), "each has a typical slip that its check rejects"
+
+
+# Typical slips, each run after the exercise's stub (which defines what the stub cell gives the
+# reader, such as chapter 2's OPS), with a phrase its check must say.
+SLIPS = {
+    "ch01-code": [
+        (
+            "halving h scales the h^(2k) term by 2**k, not 4**k",
+            "def richardson(fn, x, h, levels):\n"
+            "    previous = []\n"
+            "    for i in range(levels):\n"
+            "        step = h / 2**i\n"
+            "        row = [(fn(x + step) - fn(x - step)) / (2 * step)]\n"
+            "        for k in range(1, i + 1):\n"
+            "            row.append(row[k - 1] + (row[k - 1] - previous[k - 1]) / (2**k - 1))\n"
+            "        previous = row\n"
+            "    return previous[-1]\n",
+            "case 2: richardson(f, 6.0, 1.0, 2) returned -7.5",
+        ),
+    ],
+    "ch01-gradcheck": [
+        (
+            "an absolute tolerance",
+            "def disagreements(fn, grad_fn, x, h=1e-6, tol=1e-6):\n"
+            "    x = np.asarray(x, dtype=float)\n"
+            "    wrong = []\n"
+            "    for i in range(len(x)):\n"
+            "        step = np.zeros_like(x)\n"
+            "        step[i] = h\n"
+            "        if abs(grad_fn(x)[i] - (fn(x + step) - fn(x - step)) / (2 * h)) > tol:\n"
+            "            wrong.append(i)\n"
+            "    return wrong\n",
+            "case 4 (1e6 (x0² + x0 x1 + x1²) = 7e6, correct gradient): returned [1], expected []. At 7e6",
+        ),
+        (
+            "a purely relative tolerance",
+            "def disagreements(fn, grad_fn, x, h=1e-6, tol=1e-6):\n"
+            "    x = np.asarray(x, dtype=float)\n"
+            "    wrong = []\n"
+            "    for i in range(len(x)):\n"
+            "        step = np.zeros_like(x)\n"
+            "        step[i] = h\n"
+            "        a, b = grad_fn(x)[i], (fn(x + step) - fn(x - step)) / (2 * h)\n"
+            "        if abs(a - b) > tol * max(abs(a), abs(b)):\n"
+            "            wrong.append(i)\n"
+            "    return wrong\n",
+            "case 5 (Rosenbrock's function at its minimum, correct gradient 0): returned [0, 1], expected [].",
+        ),
+        (
+            "stepping x in place, which does not restore it exactly",
+            "def disagreements(fn, grad_fn, x, h=1e-6, tol=1e-6):\n"
+            "    grad = grad_fn(x)\n"
+            "    wrong = []\n"
+            "    for i in range(len(x)):\n"
+            "        x[i] += h\n"
+            "        up = fn(x)\n"
+            "        x[i] -= 2 * h\n"
+            "        down = fn(x)\n"
+            "        x[i] += h\n"
+            "        if abs(grad[i] - (up - down) / (2 * h)) > tol * max(1.0, abs(grad[i])):\n"
+            "            wrong.append(i)\n"
+            "    return wrong\n",
+            "x changed from",
+        ),
+    ],
+    "ch02-code": [
+        (
+            "one plus the counts of the parents: the size of the tree",
+            "def count_nodes(y):\n    return 1 + sum(count_nodes(parent) for parent in y._parents)\n",
+            "case 2",
+        ),
+    ],
+    "ch02-replay": [
+        (
+            "the new values written into the nodes",
+            "from course_lib.toposort import postorder\n"
+            "def replay(y, new_values):\n"
+            "    for node in postorder(y, lambda node: node._parents):\n"
+            "        if node._parents:\n"
+            "            node.data = OPS[node._op](*(parent.data for parent in node._parents))\n"
+            "        elif node in new_values:\n"
+            "            node.data = new_values[node]\n"
+            "    return y.data\n",
+            "replay changed the values recorded in the nodes",
+        ),
+        (
+            "every leaf looked up in new_values, constants and inputs left out included",
+            "from course_lib.toposort import postorder\n"
+            "def replay(y, new_values):\n"
+            "    value = {}\n"
+            "    for node in postorder(y, lambda node: node._parents):\n"
+            "        if node._parents:\n"
+            "            value[node] = OPS[node._op](*(value[parent] for parent in node._parents))\n"
+            "        else:\n"
+            "            value[node] = new_values[node]\n"
+            "    return value[y]\n",
+            "keeps its recorded value",
+        ),
+    ],
+    "ch03-code": [
+        (
+            "the order of the nodes reachable from the first seed only",
+            "from course_lib import graph\n"
+            "def jvp_on_graph(outputs, seeds):\n"
+            "    order = graph.topological_order_forward(next(iter(seeds)))\n"
+            "    tangent = dict(seeds)\n"
+            "    for node in order[1:]:\n"
+            "        tangent[node] = sum(local * tangent.get(parent, 0.0)\n"
+            "                            for parent, local in zip(node._parents, node.grad_wrt_parents))\n"
+            "    return [tangent.get(y, 0.0) for y in outputs]\n",
+            "case 3 (the running example, seed (1, 1)): returned [7.5], expected [7.2163]. Does the sweep reach",
+        ),
+    ],
+    "ch03-band": [
+        (
+            "one pass per column",
+            "def banded_jacobian(F, x):\n"
+            "    n = len(x)\n"
+            "    columns = []\n"
+            "    for j in range(n):\n"
+            "        outputs = F([Dual(xi, 1.0 if i == j else 0.0) for i, xi in enumerate(x)])\n"
+            "        columns.append([out.tangent for out in outputs])\n"
+            "    return np.array(columns).T\n",
+            "n = 5: the Jacobian is right, but it took 5 passes",
+        ),
+        (
+            "each pass's tangents written into the column of its colour",
+            "def banded_jacobian(F, x):\n"
+            "    n = len(x)\n"
+            "    J = np.zeros((n, n))\n"
+            "    for colour in range(min(3, n)):\n"
+            "        outputs = F([Dual(xj, 1.0 if j % 3 == colour else 0.0) for j, xj in enumerate(x)])\n"
+            "        for i in range(n):\n"
+            "            J[i, colour] = outputs[i].tangent\n"
+            "    return J\n",
+            "n = 5: ",
+        ),
+    ],
+    "ch04-code": [
+        (
+            "= in place of +=",
+            "from course_lib import graph\n"
+            "def backward_push(y):\n"
+            "    adjoint = {y: 1.0}\n"
+            "    for node in graph.topological_order_reverse(y):\n"
+            "        for parent, local in zip(node._parents, node.grad_wrt_parents):\n"
+            "            adjoint[parent] = adjoint[node] * local\n"
+            "    return adjoint\n",
+            "case 1 (e = (a + b)(b + 1) at (2, 3)): the adjoint of b is 5.0000, expected 9.0000. b feeds two",
+        ),
+        (
+            "a pre-order",
+            "def backward_push(y):\n"
+            "    order, visited = [], set()\n"
+            "    def visit(node):\n"
+            "        if node not in visited:\n"
+            "            visited.add(node)\n"
+            "            order.append(node)\n"
+            "            for parent in node._parents:\n"
+            "                visit(parent)\n"
+            "    visit(y)\n"
+            "    adjoint = {node: 0.0 for node in order}\n"
+            "    adjoint[y] = 1.0\n"
+            "    for node in order:\n"
+            "        for parent, local in zip(node._parents, node.grad_wrt_parents):\n"
+            "            adjoint[parent] += adjoint[node] * local\n"
+            "    return adjoint\n",
+            "case 4 (g sin g with g = x + 3, at x = 1): the adjoint of x is -0.7568, expected -3.3714. "
+            "A node may push only once every child has pushed to it.",
+        ),
+    ],
+    "ch04-vjp": [
+        (
+            "the order of the first output's ancestors only",
+            "from course_lib import graph\n"
+            "def vjp_on_graph(outputs, weights, inputs):\n"
+            "    adjoint = dict(zip(outputs, weights))\n"
+            "    for node in graph.topological_order_reverse(outputs[0]):\n"
+            "        for parent, local in zip(node._parents, node.grad_wrt_parents):\n"
+            "            adjoint[parent] = adjoint.get(parent, 0.0) + adjoint.get(node, 0.0) * local\n"
+            "    return [adjoint.get(x, 0.0) for x in inputs]\n",
+            "case 2 (F, w = (0, 0, 1)): returned [0.0, 0.0], expected [1.0, 10.0]. The sweep must cover",
+        ),
+        (
+            "an output's weight set over what was pushed to it",
+            "def vjp_on_graph(outputs, weights, inputs):\n"
+            "    order, visited = [], set()\n"
+            "    def visit(node):\n"
+            "        if node not in visited:\n"
+            "            visited.add(node)\n"
+            "            for parent in node._parents:\n"
+            "                visit(parent)\n"
+            "            order.append(node)\n"
+            "    for y in outputs:\n"
+            "        visit(y)\n"
+            "    seed = dict(zip(outputs, weights))\n"
+            "    adjoint = {node: 0.0 for node in order}\n"
+            "    for node in reversed(order):\n"
+            "        if node in seed:\n"
+            "            adjoint[node] = seed[node]\n"
+            "        for parent, local in zip(node._parents, node.grad_wrt_parents):\n"
+            "            adjoint[parent] += adjoint[node] * local\n"
+            "    return [adjoint.get(x, 0.0) for x in inputs]\n",
+            "case 5 (outputs v5 and v4, w = (1, 1)): returned [5.5, 1.7163], expected [11.0, 3.7163]. v4 is also",
+        ),
+    ],
+}
+SLIP_CASES = [(label, what, code, said) for label, slips in SLIPS.items() for what, code, said in slips]
+
+
+@pytest.mark.parametrize(("label", "what", "code", "said"), SLIP_CASES, ids=[f"{c[0]}: {c[1]}" for c in SLIP_CASES])
+def test_the_check_rejects_a_typical_slip_and_says_why(label, what, code, said):
+    ex = coding_exercises(chapter(label[2:4]))[label]
+    verdict = run(ex["stub"], code, ex["check"], prelude=ex["engine"])
+    assert verdict.startswith("✘") and "not written" not in verdict, verdict
+    assert said in verdict, verdict
+
+
+def test_richardson_reaches_rounding_level_with_steps_no_smaller_than_0_03():
+    ex = coding_exercises(chapter("01"))["ch01-code"]
+    richardson = namespace_after(ex["code"])["richardson"]
+    errors = [abs(richardson(math.exp, 0.0, 0.5, levels) - 1.0) for levels in range(1, 9)]
+    for error in errors[:5]:  # one to five levels, as the solution lists them
+        assert mentions(ex["solution"], error), error
+    assert errors[4] < 1e-14 < 1e-11 and min(errors[5:]) > errors[4], "more levels make it worse again"
+    assert mentions(ex["solution"], 0.5 / 2**4, near="no step")
+    assert richardson(lambda x: x**4 - x, 0.3, 2.0, 2) == pytest.approx(4 * 0.3**3 - 1, abs=1e-12), "degree 4 exact"
+    assert richardson(lambda x: x**5, 0.3, 2.0, 2) != pytest.approx(5 * 0.3**4, abs=1e-6), "degree 5 not"
+
+
+def test_the_gradient_checker_finds_wavys_slip_and_the_round_off_sizes_are_the_ones_stated():
+    ex = coding_exercises(chapter("01"))["ch01-gradcheck"]
+    ns = namespace_after(ex["stub"], ex["code"])
+    assert ns["disagreements"](ns["wavy"], ns["wavy_grad"], [0.3, -1.2, 0.8]) == [2]
+    fixed = lambda x: ns["wavy_grad"](x) * [1.0, 1.0, 0.5]  # noqa: E731 - the fix the solution gives
+    assert ns["disagreements"](ns["wavy"], fixed, [0.3, -1.2, 0.8]) == []
+    assert "`[2]`" in ex["solution"] and "0.5 * np.exp(0.5 * x[2]) * x[0]" in ex["solution"]
+
+    def central_errors(fn, grad, x):
+        steps = 1e-6 * np.eye(len(x))
+        return [abs((fn(x + s) - fn(x - s)) / 2e-6 - g) for s, g in zip(steps, grad)]
+
+    big = lambda x: 1e6 * (x[0] ** 2 + x[0] * x[1] + x[1] ** 2)  # noqa: E731
+    assert big(np.array([1.0, 2.0])) == 7e6
+    error = max(central_errors(big, [4e6, 5e6], np.array([1.0, 2.0])))
+    rosenbrock = lambda x: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2  # noqa: E731
+    at_minimum = max(central_errors(rosenbrock, [0.0, 0.0], np.array([1.0, 1.0])))
+    for text in (ex["solution"], ex["check"]):
+        assert mentions(text, error) and mentions(text, at_minimum), (error, at_minimum)
+
+
+def test_replay_computes_each_node_once_and_keeps_hops_recorded_branch():
+    ex = coding_exercises(chapter("02"))["ch02-replay"]
+    ns = namespace_after(ex["stub"], ex["code"])
+    Node, mul = ns["Node"], ns["mul"]
+    products = 0
+
+    def counted(a, b):
+        nonlocal products
+        products += 1
+        return a * b
+
+    ns["OPS"]["mul"] = counted
+    x = z = Node(1.5)
+    for _ in range(10):
+        z = mul(z, z)
+
+    def by_recursion(node):  # no memory of what was computed: one call per node of the tree
+        return ns["OPS"][node._op](*map(by_recursion, node._parents)) if node._parents else node.data
+
+    assert ns["replay"](z, {x: 1.001}) == pytest.approx(1.001**1024) and products == 10
+    products = 0
+    by_recursion(z)
+    assert products == 2**10 - 1 and mentions(ex["solution"], products, near="recursion")
+    t = Node(2.0)
+    assert ns["replay"](ns["hop"](t), {t: -3.0}) == 9.0 and ns["hop"](Node(-3.0)).data == 3.0
+
+
+def test_the_one_seed_order_misses_sin_x2():
+    ex = coding_exercises(chapter("03"))["ch03-code"]
+    assert mentions_all(ex["solution"], [7.5, 7.5 - math.cos(5)], near="instead of")
+
+
+def test_the_push_sweeps_slips_give_the_numbers_the_solution_states():
+    ex = coding_exercises(chapter("04"))["ch04-code"]
+    assert mentions_all(ex["solution"], [math.sin(4), math.sin(4) + 4 * math.cos(4)], near="instead of")
+    ns = namespace_after(ex["stub"], SLIPS["ch04-code"][0][1])  # = in place of +=
+    a, b = ns["graph"].Node(2.0), ns["graph"].Node(3.0)
+    e = ns["graph"].mul(ns["graph"].add(a, b), ns["graph"].add(b, 1.0))
+    assert ns["backward_push"](e)[b] in (4.0, 5.0) and mentions_all(ex["solution"], [5, 4, 9], near="comes out")
+
+
+def test_a_vjp_with_an_output_inside_another_adds_both_rows():
+    ex = coding_exercises(chapter("04"))["ch04-vjp"]
+    assert mentions_all(ex["solution"], [5.5, 11], near="weights $(1, 1)$")
