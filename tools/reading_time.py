@@ -37,7 +37,7 @@ DIRECTIVE = re.compile(
 )
 NOTEBOOK_EXERCISE = re.compile(r"\*\*Exercise \d+\.\*\*")
 NOTEBOOK_SOLUTION = re.compile(r'^<details class="solution".*?^</details>[ \t]*$', re.M | re.S)
-CODING = re.compile(r"^(?::[\w-]+:[^\n]*\n)*\s*\*\*Coding\.\*\*")
+CODING = re.compile(r"^(?::[\w-]+:[^\n]*\n)*\s*\*\*Coding\b[^*\n]*\*\*")  # **Coding.** or **Coding: a title.**
 LINE = re.compile(r"^\*About (?P<read>\d+) minutes to read, (?P<exercises>\d+) more for the exercises\.\*$", re.M)
 
 
@@ -80,7 +80,7 @@ def estimate(nb: dict) -> Estimate:
         prose_text, *exercises = NOTEBOOK_EXERCISE.split(NOTEBOOK_SOLUTION.sub("", DIRECTIVE.sub("", text)))
         prose += len(prose_text.split())
         for question in exercises:
-            is_coding = question.lstrip().startswith("**Coding.**")
+            is_coding = bool(CODING.match(question))
             questions, coding = questions + (not is_coding), coding + is_coding
     read = prose / WORDS_PER_MINUTE + code_lines / CODE_LINES_PER_MINUTE
     return Estimate(_rounded(read), _rounded(questions * QUESTION_MINUTES + coding * CODING_MINUTES))

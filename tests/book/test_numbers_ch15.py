@@ -149,7 +149,7 @@ SHOT = (np.array(START_SHOT[0]), np.array(START_SHOT[1]), np.array(DRAG))
 
 def test_reading_time_at_the_top_and_at_most_about_6000_words(nb):
     title = nb.cells[0].source
-    assert re.search(r"^\*Reading time: about \d+ minutes", title, re.M), "an estimated reading time under the title"
+    assert re.search(r"^\*About \d+ minutes to read", title, re.M), "an estimated reading time under the title"
     # words of prose and code; the HTML that hides the answers (tools/notebook_answers.py) is not prose
     words = sum(len(re.sub(r"<[^>]*>", " ", c.source).split()) for c in nb.cells if c.cell_type in ("markdown", "code"))
     assert words <= 6000, f"{words} words of prose and code: issue 22 asks for at most about 6,000"
