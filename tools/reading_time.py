@@ -112,7 +112,7 @@ def write(path: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    paths = [Path(a) for a in argv] or sorted((ROOT / "book").glob("[0-9][0-9]*_*.ipynb"))
     for path in paths:
         if write(path):
             print(f"{path.name}: {stated(json.loads(path.read_text())).line()}")  # type: ignore[union-attr]

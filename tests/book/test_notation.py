@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from paths import BOOK, ROOT
+from paths import BOOK, CHAPTERS, ROOT
 
 NOTATION = BOOK / "notation.md"
 
@@ -77,7 +77,7 @@ def texts() -> list[tuple[str, str]]:
     """(where, prose) for every chapter's and solution's Markdown cell, the book's pages but the
     notation page, and every string in course_lib's source (docstrings, figure labels)."""
     found = []
-    notebooks = sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "solutions").glob("*/*.ipynb"))
+    notebooks = CHAPTERS + sorted((ROOT / "solutions").glob("*/*.ipynb"))
     for path in notebooks:
         for k, cell in enumerate(json.loads(path.read_text())["cells"]):
             if cell["cell_type"] == "markdown":
@@ -161,6 +161,5 @@ def test_the_guard_lets_the_notation_through(text):
 
 
 def test_the_notation_page_is_linked_from_every_chapter():
-    chapters = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
-    missing = [p.name for p in chapters if "](notation.md)" not in Path(p).read_text()]
+    missing = [p.name for p in CHAPTERS if "](notation.md)" not in Path(p).read_text()]
     assert missing == [], f"chapters that do not link the notation page: {missing}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from paths import BOOK
+from paths import BOOK, CHAPTERS
 from reading_time import (
     CODE_LINES_PER_MINUTE,
     CODING_MINUTES,
@@ -19,8 +19,6 @@ from reading_time import (
     with_line,
 )
 
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
-
 
 def notebook(*cells: tuple[str, str, list[str]]) -> dict:
     return {"cells": [{"cell_type": kind, "source": text, "metadata": {"tags": tags}} for kind, text, tags in cells]}
@@ -30,7 +28,7 @@ def words(n: int) -> str:
     return " ".join(["word"] * n)
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=[p.name[:2] for p in CHAPTERS])
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem.split("_")[0] for p in CHAPTERS])
 def test_the_chapter_states_a_true_estimate_under_its_title(path):
     nb = json.loads(path.read_text())
     said, computed = stated(nb), estimate(nb)
