@@ -10,12 +10,14 @@ course_lib, the executed notebooks really printing them, and the chapters' teach
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import exercises, markdown, printed, solutions, tagged
+from notebook_text import exercises, markdown, printed, solution, solutions, tagged
 from paths import BOOK
 from prose_numbers import lines_with, listed, mentions, shows
 
@@ -387,7 +389,7 @@ def test_chapter_8_tanh_jacobian_sizes(ch08):
 
 def test_chapter_8_sqrt_exercise_check_tells_right_from_wrong(ch08, teaching):
     namespace = dict(teaching)
-    for cell in tagged(ch08, "ch08-exercise") + tagged(ch08, "ch08-exercise-check"):
+    for cell in tagged(ch08, "ch08-exercise")[:1] + tagged(ch08, "ch08-exercise-check")[:1]:  # sqrt's cells
         exec(cell.source, namespace)
     check = namespace["check_sqrt_rule"]
     assert check(namespace["sqrt_rule"]).startswith("not done yet")  # the blank the reader gets
@@ -463,3 +465,94 @@ def test_show_rules_lists_the_rules_without_the_test_keywords(ch08, ch09):
         )
         assert 'defvjp("tanh", lambda g, out, a: g * (1.0 - out * out))' in shown_rules
         assert "sample=" not in shown_rules and "torch=" not in shown_rules
+
+
+# ---- issue 22: coding exercises that make the reader debug ------------------------------------
+
+NEW_OPS = ("softplus", "hypot", "flip")
+
+
+def ch08_exercise(ch08, k: int, code: str) -> str:
+    """What chapter 8's k-th coding exercise check prints after ``code`` (the reader's cell) has run
+    in a fresh namespace, after the cell that gives the engine its three new operations."""
+    namespace: dict = {"np": np, "tensor": tensor, "Tensor": Tensor}
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(tagged(ch08, "ch08-planted")[0].source, namespace)
+            exec(code, namespace)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(tagged(ch08, "ch08-exercise-check")[k].source, namespace)
+    finally:
+        for name in NEW_OPS:  # leave the engine's table as it was
+            tensor.VJP_RULES.pop(name, None)
+    assert not any(name.startswith("_") for name in tensor.VJP_RULES), "the check removes its throwaway ops"
+    return out.getvalue()
+
+
+def solution_code(nb, label: str) -> str:
+    return re.search(r"```python\n(.*?)```", solution(nb, label), re.S).group(1)
+
+
+def test_chapter_8_wrong_rules_exercise_check_tells_right_from_wrong(ch08):
+    assert (
+        tagged(ch08, "ch08-exercise")[1]
+        .source.rstrip()
+        .endswith('raise NotImplementedError("write the function, then fix the rules it finds wrong")')
+    )
+    code = solution_code(ch08, "ch08-wrong-rules")
+    assert ch08_exercise(ch08, 1, tagged(ch08, "ch08-exercise")[1].source).startswith("not done yet")
+    assert ch08_exercise(ch08, 1, code).startswith("correct")
+    finding = code.split("tensor.defvjp")[0]  # the reader's function, the rules not fixed yet
+    mistakes = {
+        "a plain sum": (
+            code.replace("(op(*xs) * weights).sum()", "op(*xs).sum()"),
+            "not yet: passes_gradcheck accepts a transpose",
+        ),
+        "positive inputs only": (
+            code.replace("rng.normal(size=shape)", "rng.uniform(0.5, 2.0, size=shape)"),
+            "not yet: passes_gradcheck accepts an abs",
+        ),
+        "the rules not fixed": (finding, "not yet: passes_gradcheck works; now fix the rules of hypot and flip"),
+        "only hypot fixed": (
+            code.split('tensor.defvjp("flip"')[0],
+            "not yet: passes_gradcheck works; now fix the rules of flip",
+        ),
+        "every rule rejected": (
+            code.replace("return True", "return False"),
+            "not yet: passes_gradcheck rejects x.tanh()",
+        ),
+    }
+    for name, (wrong, expected) in mistakes.items():
+        assert ch08_exercise(ch08, 1, wrong).startswith(expected), name
+    namespace: dict = {"np": np, "tensor": tensor, "Tensor": Tensor}
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(tagged(ch08, "ch08-planted")[0].source, namespace)
+            exec(finding, namespace)
+    finally:
+        for name in NEW_OPS:
+            tensor.VJP_RULES.pop(name, None)
+    assert out.getvalue() == "True False False\n" and "`True False False`" in solution(ch08, "ch08-wrong-rules")
+
+
+def test_chapter_8_nan_where_exercise_check_tells_right_from_wrong(ch08):
+    code = solution_code(ch08, "ch08-nan-where")
+    assert ch08_exercise(ch08, 2, tagged(ch08, "ch08-exercise")[2].source).startswith("not done yet")
+    assert ch08_exercise(ch08, 2, code).startswith("correct")
+    naive = "def row_norms(V):\n    s = (V * V).sum(axis=1)\n    return tensor.where(s.data > 0, s.sqrt(), 0.0)\n"
+    assert "The NaNs are in the rows of zeros" in ch08_exercise(ch08, 2, naive)
+    epsilon = "def row_norms(V):\n    return ((V * V).sum(axis=1) + 1e-12).sqrt()\n"
+    assert ch08_exercise(ch08, 2, epsilon).startswith("not yet: the lengths are [5.0000000000000995, 1e-06,")
+    assert "1e-06" in ch08_exercise(ch08, 2, epsilon) and mentions(solution(ch08, "ch08-nan-where"), np.sqrt(1e-12))
+    python_if = (
+        "def row_norms(V):\n    s = (V * V).sum(axis=1)\n"
+        "    return s.sqrt() if (s.data > 0).all() else Tensor(np.sqrt(s.data))\n"
+    )
+    assert ch08_exercise(ch08, 2, python_if).startswith(
+        "not yet: the backward pass of a weighted sum of the lengths raised RuntimeError"
+    )
+    text = markdown(ch08)
+    assert "tensor.where(s.data > 0, s.sqrt(), 0.0)" in text and "double `where`" in text
