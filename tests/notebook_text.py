@@ -3,6 +3,9 @@ cells print, its prose, and its exercises and solutions."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
 from pathlib import Path
 
 import nbformat
@@ -68,3 +71,24 @@ def solution(nb_or_path: NotebookNode | Path, label: str) -> str:
     found = [s.body for s in solutions(nb_or_path) if s.label == label]
     assert len(found) == 1, f"{len(found)} solutions to {label!r}"
     return found[0]
+
+
+def cells_run(nb_or_path: NotebookNode | Path, *cell_ids: str, **values: object) -> dict:
+    """A namespace that starts with ``values`` (what earlier cells of the chapter computed) and in
+    which the notebook's cells ``cell_ids`` then ran in that order (IPython magics such as
+    ``%matplotlib inline`` left out, printed text discarded): what a chapter's exercise check
+    needs, without running the whole chapter."""
+    cells = {c.id: c for c in _read(nb_or_path).cells}
+    namespace: dict = dict(values)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell_id in cell_ids:
+            source = "\n".join(line for line in cells[cell_id].source.splitlines() if not line.startswith("%"))
+            exec(source, namespace)
+    return namespace
+
+
+def coding_solutions(nb_or_path: NotebookNode | Path) -> dict[str, str]:
+    """The Python code of each coding exercise's solution, by the exercise's label."""
+    coding = {e.label for e in exercises(nb_or_path) if e.body.lstrip().startswith("**Coding")}
+    found = {s.label: re.search(r"```python\n(.*?)```", s.body, re.S) for s in solutions(nb_or_path)}
+    return {label: match.group(1) for label, match in found.items() if label in coding and match}

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import re
 
+import nbformat
 import numpy as np
 import pytest
-from notebook_text import markdown, printed, tagged
+from notebook_text import cells_run, coding_solutions, markdown, printed, solution, tagged
 from paths import BOOK
-from prose_numbers import lines_with, listed, mentions_all, shows
+from prose_numbers import lines_with, listed, mentions, mentions_all, shows
 from prose_numbers import section as prose_section
 
 from course_lib.datasets import load_iris
@@ -340,23 +341,118 @@ def test_chapter10_explains_affine_as_one_node_with_the_same_values_and_gradient
     assert shows(text, "same values:", True, True)  # and the same gradients
 
 
-def test_chapter10_linear_backward_exercise_check_tells_right_from_wrong():
-    from course_lib.tensor import Tensor, affine
+CH10_IMPORTS = "cell-03"  # the chapter's import cell
 
-    namespace = {"np": np, "Tensor": Tensor, "affine": affine}
-    for cell in tagged(CH10, "ch10-exercise") + tagged(CH10, "ch10-exercise-check"):
-        exec(cell.source, namespace)
+
+def ch10_exercise(label, **values):
+    """The namespace of chapter 10's coding exercise ``label``: the imports, ``values``, and the
+    exercise's stub and check, which follow its question."""
+    nb = nbformat.read(CH10, as_version=4)
+    ids = [c.id for c in nb.cells]
+    following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
+    stub = next(c for c in following if "ch10-exercise" in c.metadata.get("tags", []))
+    check = next(c for c in following if "ch10-exercise-check" in c.metadata.get("tags", []))
+    return cells_run(nb, CH10_IMPORTS, stub.id, check.id, **values)
+
+
+def test_chapter10_has_three_coding_exercises_two_of_them_programs():
+    code = coding_solutions(CH10)
+    assert list(code) == ["ch10-linear-backward", "ch10-mlp-backward", "ch10-per-example"]
+    long = [label for label, source in code.items() if len([line for line in source.splitlines() if line.strip()]) >= 6]
+    assert long == ["ch10-mlp-backward", "ch10-per-example"]
+    checks = tagged(CH10, "ch10-exercise-check")
+    assert len(checks) == 3 and all(printed([c]).startswith("✘") and "not written yet" in printed([c]) for c in checks)
+
+
+def test_chapter10_linear_backward_exercise_check_tells_right_from_wrong():
+    namespace = ch10_exercise("ch10-linear-backward")
     check = namespace["check_linear_backward"]
-    assert check(namespace["linear_backward"]).startswith("not done yet")
-    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0))).startswith("correct")
+    assert check(namespace["linear_backward"]).startswith("✘ linear_backward is not written yet")
+    assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0))).startswith("✔")
     assert (
-        check(lambda x, W, G: (G @ W.T, x.T @ G, G.mean(axis=0)))
-        == "not yet: b_bar has the right shape but different numbers"
+        check(lambda x, W, G: (G @ W.T, x.T @ G, G.mean(axis=0))) == "✘ b_bar has the right shape but different numbers"
     )  # the mean slip of the solution
     assert check(lambda x, W, G: (G @ W.T, x.T @ G, G.sum(axis=0, keepdims=True))).startswith(
-        "not yet: b_bar has shape (1, 3)"
+        "✘ b_bar has shape (1, 3)"
     )
-    assert "not done yet" in printed(tagged(CH10, "ch10-exercise-check"))
+
+
+def test_chapter10_mlp_backward_check_tells_right_from_wrong(run):
+    namespace = ch10_exercise("ch10-mlp-backward", X_train=run["X_train"], y_train=run["y_train"])
+    check = namespace["check_mlp_backward"]
+    assert check(namespace["mlp_backward"]).startswith("✘ mlp_backward is not written yet")
+    exec(coding_solutions(CH10)["ch10-mlp-backward"], namespace)
+    mlp_backward = namespace["mlp_backward"]
+    assert check(mlp_backward) == "✔ mlp_backward: every gradient of all 4 networks equals backward()'s"
+
+    slip = coding_solutions(CH10)["ch10-mlp-backward"].replace(
+        "h = np.maximum(z, 0) if k < len(weights) - 1 else z", "h = np.maximum(z, 0)"
+    )  # a ReLU after the last layer too
+    assert slip != coding_solutions(CH10)["ch10-mlp-backward"]
+    exec(slip.replace("def mlp_backward", "def relu_at_the_end"), namespace)
+
+    def sum_not_mean(weights, biases, X, y):  # the 1/N forgotten
+        weight_grads, bias_grads = mlp_backward(weights, biases, X, y)
+        return [g * len(y) for g in weight_grads], [g * len(y) for g in bias_grads]
+
+    def two_layers_only(weights, biases, X, y):
+        return mlp_backward(weights[:2], biases[:2], X, y)
+
+    assert check(namespace["relu_at_the_end"]).startswith("✘ MLP([4, 16, 3]): the gradient of layers[")
+    assert check(sum_not_mean).startswith("✘ MLP([4, 16, 3]): the gradient of layers[0].weight differs")
+    assert check(two_layers_only).startswith("✘ MLP([4, 8, 8, 3]): 2 weight and 2 bias gradients, expected 3")
+
+
+def test_chapter10_per_example_check_tells_right_from_wrong(run):
+    from course_lib.tensor import core, gradients
+
+    model = run["model"]
+    namespace = ch10_exercise("ch10-per-example", X_train=run["X_train"], y_train=run["y_train"], model=model)
+    check = namespace["check_per_example_gradients"]
+    backprop = core._backprop
+    assert check(namespace["per_example_gradients"]).startswith("✘ per_example_gradients is not written yet")
+    exec(coding_solutions(CH10)["ch10-per-example"], namespace)
+    solved = namespace["per_example_gradients"]
+    assert (
+        check(solved)
+        == "✔ per_example_gradients: all 120 flowers' gradients of every layer right, from one backward pass"
+    )
+    assert core._backprop is backprop and all(p.grad is None for p in model.parameters())
+
+    def loop(model, X, y):  # right, at the price of one backward pass per flower
+        rows = [gradients(cross_entropy(model(X[n : n + 1]), y[n : n + 1]), model.parameters()) for n in range(len(y))]
+        return [
+            tuple(np.stack([r[i].data for r in rows]) for i in (2 * k, 2 * k + 1)) for k in range(len(model.layers))
+        ]
+
+    def of_the_mean(model, X, y):  # every row carries the 1/N of the mean loss
+        return [(w / len(y), b / len(y)) for w, b in solved(model, X, y)]
+
+    def pre_activations(model, X, y):  # the layer's output instead of its input in the outer product
+        pairs = solved(model, X, y)
+        return [(np.einsum("nj,nk->njk", b, b), b) for _, b in pairs]
+
+    assert check(loop) == "✘ 120 backward passes: get all 120 flowers' gradients from one"
+    assert check(of_the_mean).endswith("differs, divided by N: a flower's own loss is not")
+    assert check(pre_activations).startswith("✘ layers[0].weight: shape (120, 16, 16), expected (120, 4, 16)")
+
+
+def test_chapter10_per_example_solution_states_who_drives_training(run):
+    namespace = cells_run(CH10, CH10_IMPORTS)
+    exec(coding_solutions(CH10)["ch10-per-example"], namespace)
+    model, X_train, y_train = run["model"], run["X_train"], run["y_train"]
+    pairs = namespace["per_example_gradients"](model, X_train, y_train)
+    model.zero_grad()
+    norms = np.sqrt(sum((w**2).sum(axis=(1, 2)) + (b**2).sum(axis=1) for w, b in pairs))
+    largest = np.argsort(norms)[::-1][:5]
+    with no_grad():
+        probabilities = model(X_train).softmax().data
+    assert (y_train[largest] == 1).all() and (probabilities[largest, 2] > 0.35).all()  # versicolors near virginica
+    share, ratio = norms[largest].sum() / norms.sum(), norms.max() / np.median(norms)
+    assert 0.45 < share < 0.55 and round(ratio, -1) == 200
+    answer = solution(CH10, "ch10-per-example")
+    assert "make up half of the sum of all 120 gradient norms" in answer
+    assert mentions(answer, ratio, near="times", within=20)
 
 
 # ---- issue 21: chapter 13's course_lib make_program, jit and vmap next to JAX's ----

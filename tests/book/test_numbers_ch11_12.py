@@ -12,7 +12,7 @@ import warnings
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import exercises, markdown, printed, shown, solution, solutions, tagged
+from notebook_text import cells_run, coding_solutions, exercises, markdown, printed, shown, solution, solutions, tagged
 from paths import ROOT
 from prose_numbers import listed, mentions, mentions_all, section, shows
 
@@ -723,26 +723,125 @@ def test_ch12_attributes_the_rise_to_speed_angle_and_damping():
         assert mentions_all(prose, [m, delta], near="points the delta", within=80), f"the delta at {m} points"
 
 
-def test_ch12_trapezoid_exercise_check_tells_right_from_wrong():
-    namespace = {"np": np, "quadrature": ig.quadrature}
-    for cell in tagged(CH12, "ch12-exercise") + tagged(CH12, "ch12-exercise-check"):
-        exec(cell.source, namespace)
-    check = namespace["check_trapezoid_weights"]
-    assert check(namespace["trapezoid_weights"]).startswith("not done yet")
+CH12_IMPORTS = "cell-03"  # the chapter's import cell
 
-    def right(m):
-        w = np.full(m, 1.0 / (m - 1))
-        w[[0, -1]] /= 2
-        return np.linspace(0, 1, m), w
+
+def ch12_exercise(label, **values):
+    """The namespace of chapter 12's coding exercise ``label``: the imports, ``values``, and the
+    exercise's stub and check, which follow its question."""
+    nb = nbformat.read(CH12, as_version=4)
+    ids = [c.id for c in nb.cells]
+    following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
+    stub = next(c for c in following if "ch12-exercise" in c.metadata.get("tags", []))
+    check = next(c for c in following if "ch12-exercise-check" in c.metadata.get("tags", []))
+    return cells_run(nb, CH12_IMPORTS, stub.id, check.id, **values)
+
+
+def test_ch12_has_two_coding_exercises_that_are_programs():
+    code = coding_solutions(CH12)
+    assert list(code) == ["ch12-trapezoid-weights", "ch12-exact-relu"]
+    assert all(len([line for line in source.splitlines() if line.strip()]) >= 10 for source in code.values())
+    checks = tagged(CH12, "ch12-exercise-check")
+    assert len(checks) == 2 and all(printed([c]).startswith("✘") and "not written yet" in printed([c]) for c in checks)
+
+
+def test_ch12_quadrature_order_check_tells_right_from_wrong(hit):
+    namespace = ch12_exercise("ch12-trapezoid-weights", hit=hit, miss=np.array(START_SHOT))
+    check = namespace["check_quadrature_order"]
+    blank = check(namespace["trapezoid_weights"], namespace["measured_order"])
+    assert blank.startswith("✘ trapezoid_weights or measured_order is not written yet")
+    exec(coding_solutions(CH12)["ch12-trapezoid-weights"], namespace)
+    trapezoid_weights, measured_order = namespace["trapezoid_weights"], namespace["measured_order"]
+    assert check(trapezoid_weights, measured_order).startswith("✔")
 
     def captum(m):  # weights 1/m, halved at the ends: they sum to (m - 1)/m
         w = np.full(m, 1.0 / m)
         w[[0, -1]] /= 2
         return np.linspace(0, 1, m), w
 
-    assert check(right).startswith("correct")
-    assert check(captum) == "not yet: for m = 2 the weights sum to 0.5000, not 1"
-    assert "not done yet" in printed(tagged(CH12, "ch12-exercise-check"))
+    def negative_order(*args):  # the slope itself, not its negative
+        return -measured_order(*args)
+
+    def signed_deltas(rule, f, x, baseline, steps):  # log of a negative delta: nan
+        with np.errstate(invalid="ignore"):
+            return measured_order(rule, f, x, baseline, steps) * np.nan
+
+    assert check(captum, measured_order) == "✘ trapezoid_weights(2): the weights sum to 0.5000, not 1"
+    assert check(trapezoid_weights, negative_order) == (
+        "✘ measured_order gives -2.10 for your trapezoid rule, whose order is 2"
+    )
+    assert check(trapezoid_weights, signed_deltas).startswith("✘ measured_order gives nan")
+
+
+def test_ch12_quadrature_order_solution_states_the_measured_orders(hit):
+    namespace = cells_run(CH12, CH12_IMPORTS)
+    exec(coding_solutions(CH12)["ch12-trapezoid-weights"], namespace)
+    order = namespace["measured_order"]
+
+    def rule(method, scale=lambda m: 1.0):
+        return lambda m: (ig.quadrature(method, m)[0], ig.quadrature(method, m)[1] * scale(m))
+
+    steps, miss = (10, 20, 40, 80), np.array(START_SHOT)
+    measured = [
+        order(namespace["trapezoid_weights"], shot_height, hit, miss, steps),
+        order(rule("riemann_right"), shot_height, hit, miss, steps),
+        order(rule("riemann_middle"), shot_height, hit, miss, steps),
+        order(rule("riemann_trapezoid", lambda m: (m - 1) / m), shot_height, hit, miss, steps),
+    ]
+    assert [round(p, 1) for p in measured] == [2.1, 1.0, 2.0, 1.0]
+    assert mentions_all(solution(CH12, "ch12-trapezoid-weights"), measured, near="measured on", within=250)
+
+
+def test_ch12_exact_relu_check_tells_right_from_wrong(iris):
+    model, Z, y, test_idx, train_idx, logits = iris
+    X = load_iris()[0]
+    values = dict(
+        model=model,
+        Z=Z,
+        y=y,
+        train_idx=train_idx,
+        flower=133,
+        predicted=1,
+        mean=X[train_idx].mean(axis=0),
+        std=X[train_idx].std(axis=0),
+    )
+    namespace = ch12_exercise("ch12-exact-relu", **values)
+    check = namespace["check_exact_relu_ig"]
+    assert check(namespace["exact_relu_ig"]).startswith("✘ exact_relu_ig is not written yet")
+    solved = coding_solutions(CH12)["ch12-exact-relu"]
+    exec(solved, namespace)
+    assert check(namespace["exact_relu_ig"]) == (
+        "✔ exact_relu_ig: all 4 cases exact to rounding errors, with one path point per piece"
+    )
+    at_the_switches = solved.replace("(edges[:-1] + edges[1:]) / 2", "edges[:-1]")  # each piece's left end
+    assert at_the_switches != solved
+    exec(at_the_switches.replace("def exact_relu_ig", "def at_the_switches"), namespace)
+
+    def equal_pieces(model, x, baseline, target):  # as many points, evenly spaced: a quadrature rule
+        return ig.integrated_gradients(model, x, baseline, steps=7, method="riemann_middle", target=target)
+
+    def thrice(model, x, baseline, target):  # exact, but every point evaluated three times
+        return sum(namespace["exact_relu_ig"](model, x, baseline, target) for _ in range(3)) / 3
+
+    assert check(namespace["at_the_switches"]).startswith("✘ case 1 (flower 133, target 1): [")
+    assert check(equal_pieces).startswith("✘ case 1 (flower 133, target 1): [")
+    assert check(thrice) == "✘ case 1: 21 path points for 7 pieces: one point inside each piece is enough"
+
+
+def test_ch12_exact_relu_solution_states_seven_pieces_and_the_delta(iris):
+    model, Z, *_ = iris
+    namespace = cells_run(CH12, CH12_IMPORTS)
+    exec(coding_solutions(CH12)["ch12-exact-relu"], namespace)
+    a = namespace["exact_relu_ig"](model, Z[133], np.zeros(4), 1)
+    with no_grad():
+        ends = model(Tensor(np.stack([Z[133], np.zeros(4)]))).data[:, 1]
+    hidden = np.stack([np.zeros(4), Z[133]]) @ model.layers[0].weight.data + model.layers[0].bias.data
+    switches = int((np.sign(hidden[0]) != np.sign(hidden[1])).sum())
+    assert switches == 6 and abs(a.sum() - (ends[0] - ends[1])) < 1e-15
+    gauss = ig.completeness_errors(model, Z[133], np.zeros(4), steps=(1000,), target=1)["gausslegendre"][1000]
+    answer = solution(CH12, "ch12-exact-relu")
+    assert "six switches cut the path into\nseven pieces: seven gradients" in answer
+    assert mentions_all(answer, [1e-15, 1000, gauss], near="Gauss", within=80)
 
 
 # ---------------------------------------------------------------- chapter 11: the coding exercises
