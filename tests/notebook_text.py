@@ -87,6 +87,19 @@ def cells_run(nb_or_path: NotebookNode | Path, *cell_ids: str, **values: object)
     return namespace
 
 
+def exercise_run(path: Path, imports: str, label: str, **values: object) -> dict:
+    """The namespace of a chapter's coding exercise ``label``: the chapter's import cell
+    ``imports``, ``values``, then the exercise's stub and check (the first code cells tagged
+    ``chNN-exercise`` and ``chNN-exercise-check`` after its question)."""
+    nb = _read(path)
+    tag = f"ch{path.name.split('_')[0]}-exercise"
+    ids = [c.id for c in nb.cells]
+    following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
+    stub = next(c for c in following if tag in c.metadata.get("tags", []))
+    check = next(c for c in following if f"{tag}-check" in c.metadata.get("tags", []))
+    return cells_run(nb, imports, stub.id, check.id, **values)
+
+
 def coding_solutions(nb_or_path: NotebookNode | Path) -> dict[str, str]:
     """The Python code of each coding exercise's solution, by the exercise's label."""
     coding = {e.label for e in exercises(nb_or_path) if e.body.lstrip().startswith("**Coding")}

@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 import re
 
-import nbformat
 import numpy as np
 import pytest
-from notebook_text import cells_run, coding_solutions, markdown, printed, solution, tagged
+from notebook_text import cells_run, coding_solutions, exercise_run, markdown, printed, solution, tagged
 from paths import BOOK
 from prose_numbers import lines_with, listed, mentions, mentions_all, shows
 from prose_numbers import section as prose_section
@@ -345,14 +344,8 @@ CH10_IMPORTS = "cell-03"  # the chapter's import cell
 
 
 def ch10_exercise(label, **values):
-    """The namespace of chapter 10's coding exercise ``label``: the imports, ``values``, and the
-    exercise's stub and check, which follow its question."""
-    nb = nbformat.read(CH10, as_version=4)
-    ids = [c.id for c in nb.cells]
-    following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
-    stub = next(c for c in following if "ch10-exercise" in c.metadata.get("tags", []))
-    check = next(c for c in following if "ch10-exercise-check" in c.metadata.get("tags", []))
-    return cells_run(nb, CH10_IMPORTS, stub.id, check.id, **values)
+    """The namespace of chapter 10's coding exercise ``label`` (see ``exercise_run``)."""
+    return exercise_run(CH10, CH10_IMPORTS, label, **values)
 
 
 def test_chapter10_has_three_coding_exercises_two_of_them_programs():

@@ -12,7 +12,18 @@ import warnings
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import cells_run, coding_solutions, exercises, markdown, printed, shown, solution, solutions, tagged
+from notebook_text import (
+    cells_run,
+    coding_solutions,
+    exercise_run,
+    exercises,
+    markdown,
+    printed,
+    shown,
+    solution,
+    solutions,
+    tagged,
+)
 from paths import ROOT
 from prose_numbers import listed, mentions, mentions_all, section, shows
 
@@ -727,14 +738,8 @@ CH12_IMPORTS = "cell-03"  # the chapter's import cell
 
 
 def ch12_exercise(label, **values):
-    """The namespace of chapter 12's coding exercise ``label``: the imports, ``values``, and the
-    exercise's stub and check, which follow its question."""
-    nb = nbformat.read(CH12, as_version=4)
-    ids = [c.id for c in nb.cells]
-    following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
-    stub = next(c for c in following if "ch12-exercise" in c.metadata.get("tags", []))
-    check = next(c for c in following if "ch12-exercise-check" in c.metadata.get("tags", []))
-    return cells_run(nb, CH12_IMPORTS, stub.id, check.id, **values)
+    """The namespace of chapter 12's coding exercise ``label`` (see ``exercise_run``)."""
+    return exercise_run(CH12, CH12_IMPORTS, label, **values)
 
 
 def test_ch12_has_two_coding_exercises_that_are_programs():
