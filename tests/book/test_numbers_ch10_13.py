@@ -353,7 +353,7 @@ def test_chapter10_has_three_coding_exercises_two_of_them_programs():
     assert list(code) == ["ch10-linear-backward", "ch10-mlp-backward", "ch10-per-example"]
     long = [label for label, source in code.items() if len([line for line in source.splitlines() if line.strip()]) >= 6]
     assert long == ["ch10-mlp-backward", "ch10-per-example"]
-    checks = tagged(CH10, "ch10-exercise-check")
+    checks = tagged(CH10, "exercise-check")
     assert len(checks) == 3 and all(printed([c]).startswith("✘") and "not written yet" in printed([c]) for c in checks)
 
 
