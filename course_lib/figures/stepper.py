@@ -25,6 +25,9 @@ from typing import Any
 __all__ = ["Frame", "Stepper"]
 
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
+MAX_HEIGHT = "65vh"
+"""The tallest a frame's picture is drawn: what is left of a window under the controls and a
+caption of three lines."""
 # What graphviz writes before the <svg> element (XML declaration, doctype, comments with its
 # version): not needed inside an <img>, and the version would change the stored output.
 _PROLOGUE = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->\s*", re.S)
@@ -76,8 +79,9 @@ class Stepper:
         return self.html()
 
     def frame_html(self, k: int) -> str:
-        """Frame ``k`` (from 0) as HTML: its caption, then the picture (so the controls above
-        and the caption stay in view while a tall picture is read)."""
+        """Frame ``k`` (from 0) as HTML: its caption, then the picture, at most ``MAX_HEIGHT``
+        tall (scaled down, never cropped), so the controls, the caption and the whole picture
+        fit in one window and stay there while the reader steps."""
         frame = self.frames[k]
         width, height = (round(side * 4 / 3) for side in frame.size)  # points -> CSS pixels
         data = base64.b64encode(frame.svg.encode()).decode()
@@ -85,7 +89,8 @@ class Stepper:
             f'<div class="stepper-frame" data-step="{k + 1}">'
             f'<p style="margin: 0 0 0.5em; min-height: 4.5em">{html.escape(frame.caption)}</p>'
             f'<img src="data:image/svg+xml;base64,{data}" width="{width}" height="{height}" '
-            f'style="max-width: 100%; height: auto" alt="{html.escape(frame.alt)}"></div>'
+            f'style="max-width: 100%; max-height: {MAX_HEIGHT}; width: auto; height: auto" '
+            f'alt="{html.escape(frame.alt)}"></div>'
         )
 
     def html(self) -> str:

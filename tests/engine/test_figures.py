@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import course_lib.figures.basics as figures  # noqa: E402
 from course_lib import graph  # noqa: E402
-from course_lib.figures.stepper import Frame, Stepper  # noqa: E402
+from course_lib.figures.stepper import MAX_HEIGHT, Frame, Stepper  # noqa: E402
 from course_lib.figures.sweeps import backward_stepper, jacobian_columns_and_rows  # noqa: E402
 from course_lib.graph import Node, add, log, mul, sin, sub  # noqa: E402
 from course_lib.scalar import Value  # noqa: E402
@@ -190,6 +190,31 @@ def test_a_value_used_twice_gets_one_edge_with_the_summed_derivative():
     node = Node(3.0, "x")
     [first, _] = backward_stepper(mul(node, node), name="square").frames
     assert [label for label, _ in drawn(first.svg)[1].values()] == ["×6.000"]
+
+
+def heights(svg: str) -> dict[str, float]:
+    """Each node's name and the y of its text in the SVG (smaller is higher on the page)."""
+    found = {}
+    for body in re.findall(r'<g id="[^"]*" class="node">(.*?)</g>', svg, re.S):
+        y, text = re.search(r'<text[^>]*\by="(-?[\d.]+)"[^>]*>([^<]*)</text>', body).groups()
+        found[html.unescape(text).strip()] = float(y)
+    return found
+
+
+def test_a_sweep_starts_on_top_next_to_the_controls_and_fits_a_window():
+    """Chapters 4 and 5's frames are 735 and 969 px tall: the output is drawn on top, where the
+    sweep starts, and the picture is scaled to fit the window under the controls and caption."""
+    for root, output, inputs in (
+        (running_example_labelled()["v5"], "v5", ("x1", "x2")),
+        (value_example()[2], "L", "ab"),
+    ):
+        stepper = backward_stepper(root, name="sweep")
+        at = heights(stepper.frames[0].svg)
+        assert all(at[output] < at[x] for x in inputs), at
+        assert stepper.frames[0].caption.startswith(f"Step 1 of 7: {output} ")
+        pictures = re.findall(r"<img [^>]*>", stepper.html())
+        assert len(pictures) == 7 and all(f"max-height: {MAX_HEIGHT}; width: auto; height: auto" in p for p in pictures)
+    assert MAX_HEIGHT.endswith("vh") and 50 <= float(MAX_HEIGHT[:-2]) <= 70
 
 
 def test_the_stepper_html_is_deterministic_and_its_ids_come_from_the_name():
