@@ -69,16 +69,33 @@ def used_names(sources: Iterable[str]) -> set[tuple[str, str]]:
                 for alias in node.names:
                     if alias.name.split(".")[0] == "course_lib":
                         modules[alias.asname or "course_lib"] = alias.name if alias.asname else "course_lib"
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "course_lib":
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "course_lib":
                 for alias in node.names:
                     used.add((node.module, alias.name))
                     if _is_module(f"{node.module}.{alias.name}"):
                         modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
-                if not node.attr.startswith("__"):
-                    used.add((modules[node.value.id], node.attr))
+            chain = _dotted(node)
+            if len(chain) < 2 or chain[0] not in modules:
+                continue
+            module = modules[chain[0]]
+            for attr in chain[1:]:  # course_lib.scalar.Value: the module course_lib.scalar, then its Value
+                if attr.startswith("__"):
+                    break
+                used.add((module, attr))
+                if not _is_module(f"{module}.{attr}"):
+                    break
+                module = f"{module}.{attr}"
     return used
+
+
+def _dotted(node: ast.AST) -> list[str]:
+    """``a.b.c`` as ``["a", "b", "c"]``; ``[]`` for anything but names joined by dots."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(attrs)] if isinstance(node, ast.Name) else []
 
 
 def _is_module(name: str) -> bool:

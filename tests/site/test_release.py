@@ -72,13 +72,15 @@ def test_the_api_check_finds_a_name_missing_from_a_release():
     import api_releases  # tools/api_releases.py
 
     source = "import course_lib.trace as tr\nfrom course_lib.nn import MLP, SGD\nfrom course_lib import graph\n"
-    source += "tr.make_program(f, x)\ngraph.Node"
+    source += "tr.make_program(f, x)\ngraph.Node\nimport course_lib\ncourse_lib.scalar.Value(1.0)"
     assert api_releases.used_names([source]) == {
         ("course_lib.nn", "MLP"),
         ("course_lib.nn", "SGD"),
         ("course_lib", "graph"),
         ("course_lib.trace", "make_program"),
         ("course_lib.graph", "Node"),
+        ("course_lib", "scalar"),
+        ("course_lib.scalar", "Value"),
     }
     older = api_releases.missing("0.3.1")  # before the compiled path: chapter 15 would stop at its imports
     assert "book/15_from_graph_to_program.ipynb: course_lib.trace.make_program" in older
