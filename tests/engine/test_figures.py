@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import course_lib.figures.basics as figures  # noqa: E402
 from course_lib import graph  # noqa: E402
-from course_lib.figures.stepper import MAX_HEIGHT, Frame, Stepper  # noqa: E402
+from course_lib.figures.stepper import Frame, Stepper  # noqa: E402
 from course_lib.figures.sweeps import backward_stepper, jacobian_columns_and_rows  # noqa: E402
 from course_lib.graph import Node, add, log, mul, sin, sub  # noqa: E402
 from course_lib.scalar import Value  # noqa: E402
@@ -201,9 +201,10 @@ def heights(svg: str) -> dict[str, float]:
     return found
 
 
-def test_a_sweep_starts_on_top_next_to_the_controls_and_fits_a_window():
-    """Chapters 4 and 5's frames are 735 and 969 px tall: the output is drawn on top, where the
-    sweep starts, and the picture is scaled to fit the window under the controls and caption."""
+def test_a_sweep_starts_on_top_next_to_the_controls_and_ends_next_to_them_too():
+    """Chapters 4 and 5's frames are 735 and 969 px tall: the output, where the sweep starts, is
+    drawn on top under the controls, and the buttons come again under the picture, where it ends
+    (the pictures keep their size: their labels stay as large as the body text)."""
     for root, output, inputs in (
         (running_example_labelled()["v5"], "v5", ("x1", "x2")),
         (value_example()[2], "L", "ab"),
@@ -212,9 +213,18 @@ def test_a_sweep_starts_on_top_next_to_the_controls_and_fits_a_window():
         at = heights(stepper.frames[0].svg)
         assert all(at[output] < at[x] for x in inputs), at
         assert stepper.frames[0].caption.startswith(f"Step 1 of 7: {output} ")
-        pictures = re.findall(r"<img [^>]*>", stepper.html())
-        assert len(pictures) == 7 and all(f"max-height: {MAX_HEIGHT}; width: auto; height: auto" in p for p in pictures)
-    assert MAX_HEIGHT.endswith("vh") and 50 <= float(MAX_HEIGHT[:-2]) <= 70
+        page = stepper.html()
+        above, frames, below = re.fullmatch(
+            r'<div class="course-stepper"[^>]*>(<div class="stepper-controls".*?</div>)'
+            r'<div class="stepper-frames">(.*)</div>(<div class="stepper-controls".*?</div>)<script>.*',
+            page,
+            re.S,
+        ).groups()
+        assert frames.count('class="stepper-frame"') == 7 and 'style="max-width: 100%; height: auto"' in frames
+        for bar in (above, below):
+            assert '<button type="button" data-move="-1">Previous step</button>' in bar
+            assert '<button type="button" data-move="1">Next step</button>' in bar and "<output" in bar
+        assert page.count('type="range"') == 1 and 'type="range"' in above
 
 
 def test_the_stepper_html_is_deterministic_and_its_ids_come_from_the_name():
