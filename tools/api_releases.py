@@ -3,7 +3,7 @@
 Students' notebooks install the release that ``course.toml`` names, not the course_lib of this
 checkout, so a chapter that uses a name added since that release stops at its import in Colab.
 ``tools/api_releases.json`` records the public names of every release, module by module (a
-module's ``__all__``, the course_lib functions and classes it holds under public names, and its
+module's ``__all__``, the functions and classes it defines under public names, and its
 submodules). A private helper that a chapter shows (``vmap._aligned``) is not API and is not
 checked::
 
@@ -41,19 +41,17 @@ def public_api() -> dict[str, list[str]]:
 
 
 def _public(module: types.ModuleType) -> list[str]:
-    """``__all__``, every course_lib function or class the module holds under a public name, and
-    its submodules."""
+    """``__all__``, every function or class the module defines under a public name (not those it
+    imports), and its submodules."""
     names = set(getattr(module, "__all__", ()))
-    names |= {name for name, obj in vars(module).items() if not name.startswith("_") and _ours(obj)}
+    names |= {name for name, obj in vars(module).items() if not name.startswith("_") and _defined_in(obj, module)}
     if hasattr(module, "__path__"):
         names |= {info.name for info in pkgutil.iter_modules(module.__path__) if not info.name.startswith("_")}
     return sorted(names)
 
 
-def _ours(obj: object) -> bool:
-    if isinstance(obj, types.ModuleType):
-        return False
-    return (getattr(obj, "__module__", None) or "").split(".")[0] == "course_lib"
+def _defined_in(obj: object, module: types.ModuleType) -> bool:
+    return not isinstance(obj, types.ModuleType) and getattr(obj, "__module__", None) == module.__name__
 
 
 def used_names(sources: Iterable[str]) -> set[tuple[str, str]]:
