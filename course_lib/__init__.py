@@ -16,4 +16,4 @@ Modules, in the order the course builds them:
 - ``physics``    a differentiable projectile
 """
 
-__version__ = "0.3.1"
+__version__ = "0.4.0"

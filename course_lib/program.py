@@ -156,6 +156,13 @@ def run(program: Program, inputs: Sequence[Tensor], constants: dict[int, Tensor]
 
     def read(x: Atom) -> Tensor:
         if isinstance(x, Var):
+            if id(x) not in env:
+                which = f"variable {x.name}" if x.name else "a variable"
+                raise ValueError(
+                    f"{which} of shape {x.shape} is used, but it is not an input and no earlier equation computes "
+                    "it: a pass that removes an equation must replace every use of its result, in later equations "
+                    "and in the outputs"
+                )
             return env[id(x)]
         source = known.get(id(x))
         return record("", x, ()) if source is None else source

@@ -12,8 +12,9 @@ one function draws them all:
 Drawings are made to be read at the width of a book page: labels are set at 14 pt, larger
 than the body text once the page shows the SVG, and the graph is not shrunk to a fixed size.
 With ``rankdir="auto"`` a graph that is deeper than it is broad is laid out top to bottom,
-one that is broader than deep left to right, whichever keeps it narrow; each box stacks its
-fields vertically in either layout. ``highlight``, ``grads``, ``edge_labels`` and
+one that is broader than deep left to right, whichever keeps it narrow; ``"BT"`` puts the
+outputs on top, where a reverse sweep starts; each box stacks its fields vertically in every
+layout. ``highlight``, ``grads``, ``edge_labels`` and
 ``highlight_edges`` draw one frame of a sweep, and :func:`fixed_boxes` gives the frames of one
 sweep one layout (see ``course_lib.figures.sweeps``).
 
@@ -72,14 +73,14 @@ def draw_graph(
 ) -> graphviz.Digraph:
     """Draw ``root`` and everything it was computed from.
 
-    ``root`` may be one output or a list of outputs. ``rankdir`` is ``"LR"``, ``"TB"`` or
-    ``"auto"`` (the narrower of the two). ``order`` (for example the list a sweep returns)
-    numbers each node by its position in that list, to show the order in which a sweep
-    visits the nodes. ``size`` is graphviz's maximum size in inches (big graphs shrink to
-    fit, and their labels with them: leave it unset for the book); ``digits`` sets the
-    decimals shown. ``highlight`` nodes are filled; ``grads`` (``id(node)`` -> number, or
-    None for "not computed yet") replaces the derivatives the nodes hold, for drawing one
-    moment of a sweep; ``title`` is printed under the graph. ``edge_labels`` writes a text
+    ``root`` may be one output or a list of outputs. ``rankdir`` is ``"LR"``, ``"TB"``,
+    ``"BT"`` (bottom to top: the outputs on top) or ``"auto"`` (the narrower of LR and TB).
+    ``order`` (for example the list a sweep returns) numbers each node by its position in that
+    list, to show the order in which a sweep visits the nodes. ``size`` is graphviz's maximum
+    size in inches (big graphs shrink to fit, and their labels with them: leave it unset for
+    the book); ``digits`` sets the decimals shown. ``highlight`` nodes are filled; ``grads``
+    (``id(node)`` -> number, or None for "not computed yet") replaces the derivatives the nodes
+    hold, for drawing one moment of a sweep; ``title`` is printed under the graph. ``edge_labels`` writes a text
     on the edge from a parent to a child, keyed ``(id(parent), id(child))`` (for a ``Value``
     the edge into the operation's ellipse); with labels, a parent that an operation uses
     twice (``x * x``) gets one edge, so that each edge carries one label.
@@ -91,8 +92,8 @@ def draw_graph(
         raise TypeError(
             f"draw_graph() draws graph.Node, scalar.Value or Tensor objects, got {type(roots[0]).__name__}."
         )
-    if rankdir not in ("auto", "LR", "TB"):
-        raise ValueError(f"draw_graph(): rankdir must be 'auto', 'LR' or 'TB', got {rankdir!r}.")
+    if rankdir not in ("auto", "LR", "TB", "BT"):
+        raise ValueError(f"draw_graph(): rankdir must be 'auto', 'LR', 'TB' or 'BT', got {rankdir!r}.")
     explicit = isinstance(roots[0], Node)  # drawn one box per node, its operation inside
     parents = attrgetter("_parents")
     _check_size(roots, parents, max_nodes)
@@ -110,7 +111,7 @@ def draw_graph(
     style = _Style(
         step={id(node): k for k, node in enumerate(order or (), start=1)},
         digits=digits,
-        stacked=rankdir == "TB",
+        stacked=rankdir in ("TB", "BT"),
         highlight={id(node) for node in highlight},
         grads=grads,
         edge_labels=edge_labels,

@@ -90,13 +90,12 @@ def cells_run(nb_or_path: NotebookNode | Path, *cell_ids: str, **values: object)
 def exercise_run(path: Path, imports: str, label: str, **values: object) -> dict:
     """The namespace of a chapter's coding exercise ``label``: the chapter's import cell
     ``imports``, ``values``, then the exercise's stub and check (the first code cells tagged
-    ``chNN-exercise`` and ``chNN-exercise-check`` after its question)."""
+    ``exercise-stub`` and ``exercise-check`` after its question)."""
     nb = _read(path)
-    tag = f"ch{path.name.split('_')[0]}-exercise"
     ids = [c.id for c in nb.cells]
     following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
-    stub = next(c for c in following if tag in c.metadata.get("tags", []))
-    check = next(c for c in following if f"{tag}-check" in c.metadata.get("tags", []))
+    stub = next(c for c in following if "exercise-stub" in c.metadata.get("tags", []))
+    check = next(c for c in following if "exercise-check" in c.metadata.get("tags", []))
     return cells_run(nb, imports, stub.id, check.id, **values)
 
 

@@ -5,7 +5,8 @@
 
 The estimate is computed from the chapter itself: its prose (the Markdown outside the
 exercises and their answers) at ``WORDS_PER_MINUTE``, its visible code at ``CODE_LINES_PER_MINUTE``
-(read, run and look at the output; the folded set-up cell is not counted), and its exercises at
+(read and run; the folded set-up cell is not counted), the text its code prints at
+``OUTPUT_LINES_PER_MINUTE`` (a printed program or table is read too, faster than code), and its exercises at
 ``QUESTION_MINUTES`` each, ``CODING_MINUTES`` for a coding exercise. Both totals are rounded to
 ``ROUND_TO`` minutes. The line reads ``*About 45 minutes to read, 30 more for the exercises.*``;
 the tool writes or updates it and leaves a chapter whose line is right byte-identical. Only
@@ -28,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORDS_PER_MINUTE = 150  # technical prose with formulas
 CODE_LINES_PER_MINUTE = 15
+OUTPUT_LINES_PER_MINUTE = 30
 QUESTION_MINUTES = 5
 CODING_MINUTES = 15
 ROUND_TO = 5
@@ -60,14 +62,31 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
+def _lines(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def _printed(output: dict) -> str:
+    """The text an output shows: what the code printed, or the value a cell ends with (figures and
+    widgets are looked at, not read line by line)."""
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+    elif output.get("output_type") == "execute_result":
+        text = output.get("data", {}).get("text/plain", "")
+    else:
+        return ""
+    return "".join(text) if isinstance(text, list) else text
+
+
 def estimate(nb: dict) -> Estimate:
     """The reading and exercise time of a chapter (a notebook as ``json.load`` reads it)."""
-    prose, code_lines, questions, coding = 0, 0, 0, 0
+    prose, code_lines, output_lines, questions, coding = 0, 0, 0, 0, 0
     for cell in nb["cells"]:
         text = _source(cell)
         if cell["cell_type"] == "code":
             if "hide-input" not in cell.get("metadata", {}).get("tags", []):
-                code_lines += sum(1 for line in text.splitlines() if line.strip())
+                code_lines += _lines(text)
+                output_lines += sum(_lines(_printed(out)) for out in cell.get("outputs", []))
             continue
         if cell["cell_type"] != "markdown":
             continue
@@ -82,7 +101,7 @@ def estimate(nb: dict) -> Estimate:
         for question in exercises:
             is_coding = bool(CODING.match(question))
             questions, coding = questions + (not is_coding), coding + is_coding
-    read = prose / WORDS_PER_MINUTE + code_lines / CODE_LINES_PER_MINUTE
+    read = prose / WORDS_PER_MINUTE + code_lines / CODE_LINES_PER_MINUTE + output_lines / OUTPUT_LINES_PER_MINUTE
     return Estimate(_rounded(read), _rounded(questions * QUESTION_MINUTES + coding * CODING_MINUTES))
 
 

@@ -4,10 +4,11 @@ A :class:`Stepper` holds drawings of equal size, each with a caption and a text 
 Shown in a notebook (or rendered by Jupyter Book or nbconvert) it is plain HTML: every
 frame is an ``<img>`` of its SVG, and a small inline script turns the stack into one frame
 with a *Previous step* / *Next step* pair and a labelled range slider, all usable from the
-keyboard. Nothing is loaded from the network and no kernel is needed, so the built book steps
-offline; where scripts do not run (an untrusted notebook), the frames stay listed one below the
-other, each with its caption. ``Stepper.slider()`` gives the same frames on an ipywidgets
-slider for a live kernel (Jupyter, Colab).
+keyboard; the pair comes again under the frames, for pictures taller than the window. Nothing
+is loaded from the network and no kernel is needed, so the built book steps offline; where
+scripts do not run (an untrusted notebook), the frames stay listed one below the other, each
+with its caption. ``Stepper.slider()`` gives the same frames on an ipywidgets slider for a
+live kernel (Jupyter, Colab).
 
 Every id in the HTML is derived from the stepper's ``name``, so the output is the same on every
 run (nbval compares it) and two steppers on one page need two names.
@@ -77,7 +78,7 @@ class Stepper:
 
     def frame_html(self, k: int) -> str:
         """Frame ``k`` (from 0) as HTML: its caption, then the picture (so the controls above
-        and the caption stay in view while a tall picture is read)."""
+        and the caption stay in view while the top of a tall picture is read)."""
         frame = self.frames[k]
         width, height = (round(side * 4 / 3) for side in frame.size)  # points -> CSS pixels
         data = base64.b64encode(frame.svg.encode()).decode()
@@ -89,22 +90,29 @@ class Stepper:
         )
 
     def html(self) -> str:
-        """The stepper as one self-contained piece of HTML (what notebooks and the book show)."""
+        """The stepper as one self-contained piece of HTML (what notebooks and the book show).
+
+        The buttons come twice, above the frames with the slider and again below them, so a
+        picture taller than the window can be stepped through at either end of it."""
         n, name = len(self), self.name
-        controls = (
-            f'<div class="stepper-controls" style="display: none; flex-wrap: wrap; align-items: center; '
-            f'gap: 0.5em; margin: 0.5em 0">'
-            f'<button type="button" data-move="-1">Previous step</button>'
-            f'<button type="button" data-move="1">Next step</button>'
+        style = "display: none; flex-wrap: wrap; align-items: center; gap: 0.5em; margin: 0.5em 0"
+        buttons = (
+            '<button type="button" data-move="-1">Previous step</button>'
+            '<button type="button" data-move="1">Next step</button>'
+        )
+        above = (
+            f'<div class="stepper-controls" style="{style}">{buttons}'
             f'<label for="{name}-step">Step</label>'
             f'<input type="range" id="{name}-step" min="1" max="{n}" step="1" value="1">'
             f'<output for="{name}-step">step 1 of {n}</output></div>'
         )
+        below = f'<div class="stepper-controls" style="{style}">{buttons}<output>step 1 of {n}</output></div>'
         frames = "".join(self.frame_html(k) for k in range(n))
         return (
             f'<div class="course-stepper" id="{name}" role="group" aria-label="{html.escape(self.title)}">'
-            f"{controls}"
+            f"{above}"
             f'<div class="stepper-frames">{frames}</div>'
+            f"{below}"
             f"<script>{_SCRIPT.replace('STEPPER_ID', name)}</script></div>"
         )
 
@@ -136,24 +144,25 @@ _SCRIPT = """
   if (!root || root.dataset.ready) return;
   root.dataset.ready = "yes";
   const frames = [...root.querySelectorAll(".stepper-frame")];
-  const controls = root.querySelector(".stepper-controls");
-  const slider = controls.querySelector("input");
-  const status = controls.querySelector("output");
-  const [previous, next] = controls.querySelectorAll("button");
+  const controls = [...root.querySelectorAll(".stepper-controls")];  // above the frames and below
+  const slider = root.querySelector(".stepper-controls input");
+  const statuses = root.querySelectorAll(".stepper-controls output");
+  const buttons = [...root.querySelectorAll(".stepper-controls button")];
   const show = (k) => {
     k = Math.min(Math.max(k, 1), frames.length);
     frames.forEach((frame, i) => { frame.hidden = i !== k - 1; });
     slider.value = String(k);
-    status.textContent = `step ${k} of ${frames.length}`;
-    slider.setAttribute("aria-valuetext", status.textContent);
-    previous.setAttribute("aria-disabled", String(k === 1));
-    next.setAttribute("aria-disabled", String(k === frames.length));
+    statuses.forEach((status) => { status.textContent = `step ${k} of ${frames.length}`; });
+    slider.setAttribute("aria-valuetext", `step ${k} of ${frames.length}`);
+    for (const button of buttons) {
+      button.setAttribute("aria-disabled", String(button.dataset.move === "-1" ? k === 1 : k === frames.length));
+    }
   };
   slider.addEventListener("input", () => show(Number(slider.value)));
-  for (const button of [previous, next]) {
+  for (const button of buttons) {
     button.addEventListener("click", () => show(Number(slider.value) + Number(button.dataset.move)));
   }
-  controls.style.display = "flex";
+  controls.forEach((bar) => { bar.style.display = "flex"; });
   show(1);
   root.querySelector(".stepper-frames").setAttribute("aria-live", "polite");  // read each new step, not the first
 })();

@@ -36,6 +36,8 @@ class _Step(NamedTuple):
 
 def backward_stepper(root: Node | Value, name: str, digits: int = 3) -> Stepper:
     """The backward pass from ``root``, one frame per node of its graph; ``name`` is the HTML id.
+    The graph is drawn bottom to top, so the output, where the sweep starts, is on top, next to
+    the stepper's controls.
 
     For an explicit graph (``graph.Node``, chapter 4) a step *pulls*: the filled node's
     adjoint is the sum over its children of the child's adjoint times the local derivative
@@ -84,7 +86,7 @@ def _pull_steps(y: Node, digits: int) -> list[_Step]:
             )
         edges = [(id(node), id(child)) for child in children]
         drawing = draw_graph(
-            y, highlight=[node], grads=dict(known), digits=digits, edge_labels=labels, highlight_edges=edges
+            y, "BT", highlight=[node], grads=dict(known), digits=digits, edge_labels=labels, highlight_edges=edges
         )
         used = "; the step uses the edges to " + _listing([names[id(c)] for c in children]) if children else ""
         state = _state(order, names, known, num, "adjoint")
@@ -133,7 +135,7 @@ def _push_steps(root: Value, digits: int) -> list[_Step]:
             used = ""
         edges = [(id(parent), id(node)) for parent in parents]
         drawing = draw_graph(
-            root, highlight=[node], grads=dict(known), digits=digits, edge_labels=labels, highlight_edges=edges
+            root, "BT", highlight=[node], grads=dict(known), digits=digits, edge_labels=labels, highlight_edges=edges
         )
         state = _state(topo[::-1], names, known, num, "grad")
         steps.append(

@@ -6,7 +6,7 @@ import re
 
 import nbformat
 import pytest
-from notebook_text import solutions
+from notebook_text import exercises, solutions
 from paths import CHAPTERS, CONFIG, NOTEBOOKS, PAGES, ROOT, SETUP_CELL, ids
 
 
@@ -62,6 +62,22 @@ def test_chapter_has_goals_check_yourself_and_answers(path):
     assert re.search(r"^##\s+Check yourself", text, re.M | re.I), "a '## Check yourself' section"
     # Hidden until clicked, in Jupyter and in the book: tests/book/test_answers.py.
     assert solutions(path), "answers go in solutions (the notebook form of tools/notebook_answers.py)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
+def test_every_exercise_check_cell_has_the_one_tag(path):
+    """A check cell is the code cell that, run on the reader's blank stub, says it is not written (or
+    done) yet: every one, in every chapter, is tagged ``exercise-check``, its stub ``exercise-stub``,
+    and no chapter has a spelling of its own (``chNN-exercise-check``)."""
+    nb = nbformat.read(path, as_version=4)
+    coding = [e.label for e in exercises(nb) if e.body.lstrip().startswith("**Coding")]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    shown = {c.id: "".join(out.get("text", "") for out in c.outputs) for c in code}
+    checks = [c.id for c in code if re.search(r"not (written|done) yet", shown[c.id])]
+    tags = {c.id: c.metadata.get("tags", []) for c in nb.cells}
+    assert [i for i in tags if "exercise-check" in tags[i]] == checks and len(checks) == len(coding), coding
+    assert len([i for i in tags if "exercise-stub" in tags[i]]) == len(coding)
+    assert not [t for ts in tags.values() for t in ts if re.fullmatch(r"ch\w+-exercise(-check)?", t)]
 
 
 def test_setup_cell_installs_only_when_course_lib_is_missing(monkeypatch):

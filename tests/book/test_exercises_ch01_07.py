@@ -201,6 +201,19 @@ SLIPS = {
             "case 5 (Rosenbrock's function at its minimum, correct gradient 0): returned [0, 1], expected [].",
         ),
         (
+            "a fixed tolerance of 1e-3, loose enough for the round-off at 7e6",
+            "def disagreements(fn, grad_fn, x, h=1e-6, tol=1e-6):\n"
+            "    x = np.asarray(x, dtype=float)\n"
+            "    wrong = []\n"
+            "    for i in range(len(x)):\n"
+            "        step = np.zeros_like(x)\n"
+            "        step[i] = h\n"
+            "        if abs(grad_fn(x)[i] - (fn(x + step) - fn(x - step)) / (2 * h)) > 1e-3:\n"
+            "            wrong.append(i)\n"
+            "    return wrong\n",
+            "case 6 (a bowl 1e5 times flatter, two slips): returned [], expected [2, 4]. Its slips are 2.7e-5",
+        ),
+        (
             "stepping x in place, which does not restore it exactly",
             "def disagreements(fn, grad_fn, x, h=1e-6, tol=1e-6):\n"
             "    grad = grad_fn(x)\n"

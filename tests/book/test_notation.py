@@ -9,12 +9,16 @@ the learning rate is η (α is the path variable of Integrated Gradients), and m
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import json
 import re
 from pathlib import Path
 
 import pytest
 from paths import BOOK, CHAPTERS, ROOT
+
+from course_lib.jit import jit
 
 NOTATION = BOOK / "notation.md"
 
@@ -52,6 +56,11 @@ MISUSES = [
         "bare ε for machine epsilon (write ε_mach: ε alone is the dual unit)",
         r"machine epsilon|rounding|round-off|float64",
         BARE_EPSILON,
+    ),
+    (
+        "u as the weights of a VJP (the notation page writes w^T J, and J u for a JVP)",
+        "",
+        r"u\^\\top\s*J\b|J\^\\top\s*u\b",
     ),
     (
         "bare ε as a size (machine epsilon is ε_mach)",
@@ -140,6 +149,8 @@ def test_no_chapter_gives_a_symbol_the_meaning_of_another():
         r'ax.set_title(f"Gradient descent from {n} random starts ($\\alpha = {lr:g}$)")',
         r'ax.set_ylabel(r"$|\ell_a - \ell_b|\ /\ \varepsilon$")',
         r"with **completeness** $\sum_i \operatorname{IG}_i = F(x) - F(x')$.",
+        r"**reverse mode**: `vjp` gives $u^\top J$; `jacfwd` and `jacrev` assemble whole Jacobians.",
+        r"Going from the last equation to the first gives $u \mapsto J^\top u$; at $u = 1$, the gradient.",
     ],
 )
 def test_the_guard_catches_the_old_mistakes(text):
@@ -154,10 +165,39 @@ def test_the_guard_catches_the_old_mistakes(text):
         r"A dual number $a + b\,\varepsilon$ with $\varepsilon^2 = 0$.",
         r"the rounding error grows like $\varepsilon_{\text{mach}}/h^2$. A dual number $x + \varepsilon$ has no step.",
         r"Call them $\varepsilon_1$ and $\varepsilon_2$, with $\varepsilon_1 \varepsilon_2 \ne 0$.",
+        r"the VJP of that map with the vector $u$ is $(J^\top)^\top u = Ju$, and $w \mapsto J^\top w$ is linear.",
     ],
 )
 def test_the_guard_lets_the_notation_through(text):
     assert misuses(text) == [], misuses(text)
+
+
+PROGRAM_WORDS = [
+    "program",
+    "equation",
+    "variable",
+    "tracer",
+    "static argument",
+    "signature",
+    "batching rule",
+    "linear program",
+    "cotangent",
+]
+
+
+def test_the_programs_table_names_what_course_lib_has():
+    section = NOTATION.read_text().split("\n## Programs\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Word")]
+    rows = {
+        cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip().strip("|").split("|")] for line in lines)
+    }
+    assert list(rows) == PROGRAM_WORDS
+    for word, (meaning, ours, jax_name) in rows.items():
+        names = re.findall(r"`(\w+)\.(\w+)", ours)
+        assert meaning and names and "jax" in jax_name.lower() + meaning, word
+        for module, name in names:
+            assert hasattr(importlib.import_module(f"course_lib.{module}"), name), f"{word}: course_lib.{module}.{name}"
+    assert "static_argnums" in inspect.signature(jit).parameters
 
 
 def test_the_notation_page_is_linked_from_every_chapter():

@@ -389,13 +389,13 @@ def test_chapter_8_tanh_jacobian_sizes(ch08):
 
 def test_chapter_8_sqrt_exercise_check_tells_right_from_wrong(ch08, teaching):
     namespace = dict(teaching)
-    for cell in tagged(ch08, "ch08-exercise")[:1] + tagged(ch08, "ch08-exercise-check")[:1]:  # sqrt's cells
+    for cell in tagged(ch08, "exercise-stub")[:1] + tagged(ch08, "exercise-check")[:1]:  # sqrt's cells
         exec(cell.source, namespace)
     check = namespace["check_sqrt_rule"]
     assert check(namespace["sqrt_rule"]).startswith("not done yet")  # the blank the reader gets
     assert check(lambda g, ans, x: g / (2.0 * ans)).startswith("correct")
     assert check(lambda g, ans, x: g / ans).startswith("not yet")  # a typical slip: the 2 forgotten
-    assert "not done yet" in printed(tagged(ch08, "ch08-exercise-check"))
+    assert "not done yet" in printed(tagged(ch08, "exercise-check"))
 
 
 CHAPTERS_8_TO_14 = sorted(p for p in BOOK.glob("*.ipynb") if 8 <= int(p.name[:2]) <= 14)
@@ -412,12 +412,11 @@ def test_chapters_have_exercises_with_hidden_solutions(path):
     solved = [solution.label for solution in solutions(nb)]
     assert len(labels) >= 3 and sorted(labels) == sorted(solved)
     assert "**Coding.**" in text and "## Summary" in text
-    prefix = path.name.split("_")[0]  # 11b: the second part of chapter 11
-    checks = tagged(nb, f"ch{prefix}-exercise-check")
+    checks = tagged(nb, "exercise-check")
     for check in checks:  # each check, run on the blank the reader gets, says what to do
         verdict = printed([check])
         assert re.match(r"(✘ [^\n]*?)?not (done|written) yet", verdict), verdict
-    assert "raise NotImplementedError" in tagged(nb, f"ch{prefix}-exercise")[0].source
+    assert "raise NotImplementedError" in tagged(nb, "exercise-stub")[0].source
     summary = next(c.source for c in nb.cells if c.cell_type == "markdown" and "## Summary" in c.source)
     assert "$" in summary, "the summary states the key formulas"
 
@@ -446,8 +445,8 @@ def exercise_cells(nb, label):
     """The stub and the check of the coding exercise ``label``: the code cells right after its question."""
     ids = [c.id for c in nb.cells]
     following = [c for c in nb.cells[ids.index(label) + 1 :] if c.cell_type == "code"]
-    stub = next(c for c in following if "ch09-exercise" in c.metadata.get("tags", []))
-    check = next(c for c in following if "ch09-exercise-check" in c.metadata.get("tags", []))
+    stub = next(c for c in following if "exercise-stub" in c.metadata.get("tags", []))
+    check = next(c for c in following if "exercise-check" in c.metadata.get("tags", []))
     return stub, check
 
 
@@ -620,7 +619,7 @@ def ch08_exercise(ch08, k: int, code: str) -> str:
             exec(code, namespace)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(tagged(ch08, "ch08-exercise-check")[k].source, namespace)
+            exec(tagged(ch08, "exercise-check")[k].source, namespace)
     finally:
         for name in NEW_OPS:  # leave the engine's table as it was
             tensor.VJP_RULES.pop(name, None)
@@ -634,12 +633,12 @@ def solution_code(nb, label: str) -> str:
 
 def test_chapter_8_wrong_rules_exercise_check_tells_right_from_wrong(ch08):
     assert (
-        tagged(ch08, "ch08-exercise")[1]
+        tagged(ch08, "exercise-stub")[1]
         .source.rstrip()
         .endswith('raise NotImplementedError("write the function, then fix the rules it finds wrong")')
     )
     code = solution_code(ch08, "ch08-wrong-rules")
-    assert ch08_exercise(ch08, 1, tagged(ch08, "ch08-exercise")[1].source).startswith("not done yet")
+    assert ch08_exercise(ch08, 1, tagged(ch08, "exercise-stub")[1].source).startswith("not done yet")
     assert ch08_exercise(ch08, 1, code).startswith("correct")
     finding = code.split("tensor.defvjp")[0]  # the reader's function, the rules not fixed yet
     mistakes = {
@@ -677,7 +676,7 @@ def test_chapter_8_wrong_rules_exercise_check_tells_right_from_wrong(ch08):
 
 def test_chapter_8_nan_where_exercise_check_tells_right_from_wrong(ch08):
     code = solution_code(ch08, "ch08-nan-where")
-    assert ch08_exercise(ch08, 2, tagged(ch08, "ch08-exercise")[2].source).startswith("not done yet")
+    assert ch08_exercise(ch08, 2, tagged(ch08, "exercise-stub")[2].source).startswith("not done yet")
     assert ch08_exercise(ch08, 2, code).startswith("correct")
     naive = "def row_norms(V):\n    s = (V * V).sum(axis=1)\n    return tensor.where(s.data > 0, s.sqrt(), 0.0)\n"
     assert "The NaNs are in the rows of zeros" in ch08_exercise(ch08, 2, naive)

@@ -475,9 +475,8 @@ def test_ch11_parts_are_at_most_about_6000_words_with_two_coding_exercises_each(
     nb = nbformat.read(path, as_version=4)
     words = sum(len(re.sub(r"<[^>]*>", " ", c.source).split()) for c in nb.cells if c.cell_type in ("markdown", "code"))
     assert words <= 6000, f"{words} words of prose and code: issue 22 asks for at most about 6,000"
-    prefix = path.name.split("_")[0]
     coding = [e.label for e in exercises(nb) if e.body.lstrip().startswith("**Coding.**")]
-    stubs, checks = tagged(nb, f"ch{prefix}-exercise"), tagged(nb, f"ch{prefix}-exercise-check")
+    stubs, checks = tagged(nb, "exercise-stub"), tagged(nb, "exercise-check")
     assert len(coding) >= 2 and len(stubs) == len(checks) == len(coding), coding
     assert all("raise NotImplementedError" in c.source for c in stubs)
     for check in checks:
@@ -746,7 +745,7 @@ def test_ch12_has_two_coding_exercises_that_are_programs():
     code = coding_solutions(CH12)
     assert list(code) == ["ch12-trapezoid-weights", "ch12-exact-relu"]
     assert all(len([line for line in source.splitlines() if line.strip()]) >= 10 for source in code.values())
-    checks = tagged(CH12, "ch12-exercise-check")
+    checks = tagged(CH12, "exercise-check")
     assert len(checks) == 2 and all(printed([c]).startswith("✘") and "not written yet" in printed([c]) for c in checks)
 
 
@@ -855,9 +854,8 @@ def test_ch12_exact_relu_solution_states_seven_pieces_and_the_delta(iris):
 def exercise(path, label: str, names: dict) -> tuple[dict, str]:
     """The namespace after running the part's exercise cells (stubs, then checks run on them) with
     ``names`` (what the part imported), and the code of ``label``'s solution."""
-    prefix = path.name.split("_")[0]
     namespace = dict(names)
-    for cell in tagged(path, f"ch{prefix}-exercise") + tagged(path, f"ch{prefix}-exercise-check"):
+    for cell in tagged(path, "exercise-stub") + tagged(path, "exercise-check"):
         exec(cell.source, namespace)
     return namespace, re.search(r"```python\n(.*?)```", solution(path, label), re.S).group(1)
 

@@ -10,6 +10,7 @@ from paths import BOOK, CHAPTERS
 from reading_time import (
     CODE_LINES_PER_MINUTE,
     CODING_MINUTES,
+    OUTPUT_LINES_PER_MINUTE,
     QUESTION_MINUTES,
     ROUND_TO,
     WORDS_PER_MINUTE,
@@ -67,6 +68,19 @@ def test_the_estimate_counts_prose_code_and_exercises_apart():
         ("markdown", '<a id="d"></a>**Exercise 4.** **Coding.** Write that.', []),
     )
     assert estimate(nb) == Estimate(read=20, exercises=2 * QUESTION_MINUTES + 2 * CODING_MINUTES)
+
+
+def test_printed_text_counts_and_figures_do_not():
+    printed = "\n".join(f"line {i}" for i in range(OUTPUT_LINES_PER_MINUTE * 10))  # ten minutes of output
+    cell = {"cell_type": "code", "source": "print(program)", "metadata": {"tags": []}}
+    nb = {"cells": [cell | {"outputs": [{"output_type": "stream", "name": "stdout", "text": printed}]}]}
+    assert estimate(nb).read == 10
+    result = {"output_type": "execute_result", "data": {"text/plain": printed.splitlines(keepends=True)}}
+    assert estimate({"cells": [cell | {"outputs": [result]}]}).read == 10
+    figure = {"output_type": "display_data", "data": {"image/png": "...", "text/plain": printed}}
+    assert estimate({"cells": [cell | {"outputs": [figure]}]}).read == ROUND_TO  # the one line of code
+    folded = cell | {"metadata": {"tags": ["hide-input"]}, "outputs": nb["cells"][0]["outputs"]}
+    assert estimate({"cells": [folded]}).read == 0
 
 
 def test_the_line_goes_under_the_title_once():

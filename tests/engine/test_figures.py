@@ -192,6 +192,41 @@ def test_a_value_used_twice_gets_one_edge_with_the_summed_derivative():
     assert [label for label, _ in drawn(first.svg)[1].values()] == ["×6.000"]
 
 
+def heights(svg: str) -> dict[str, float]:
+    """Each node's name and the y of its text in the SVG (smaller is higher on the page)."""
+    found = {}
+    for body in re.findall(r'<g id="[^"]*" class="node">(.*?)</g>', svg, re.S):
+        y, text = re.search(r'<text[^>]*\by="(-?[\d.]+)"[^>]*>([^<]*)</text>', body).groups()
+        found[html.unescape(text).strip()] = float(y)
+    return found
+
+
+def test_a_sweep_starts_on_top_next_to_the_controls_and_ends_next_to_them_too():
+    """Chapters 4 and 5's frames are 735 and 969 px tall: the output, where the sweep starts, is
+    drawn on top under the controls, and the buttons come again under the picture, where it ends
+    (the pictures keep their size: their labels stay as large as the body text)."""
+    for root, output, inputs in (
+        (running_example_labelled()["v5"], "v5", ("x1", "x2")),
+        (value_example()[2], "L", "ab"),
+    ):
+        stepper = backward_stepper(root, name="sweep")
+        at = heights(stepper.frames[0].svg)
+        assert all(at[output] < at[x] for x in inputs), at
+        assert stepper.frames[0].caption.startswith(f"Step 1 of 7: {output} ")
+        page = stepper.html()
+        above, frames, below = re.fullmatch(
+            r'<div class="course-stepper"[^>]*>(<div class="stepper-controls".*?</div>)'
+            r'<div class="stepper-frames">(.*)</div>(<div class="stepper-controls".*?</div>)<script>.*',
+            page,
+            re.S,
+        ).groups()
+        assert frames.count('class="stepper-frame"') == 7 and 'style="max-width: 100%; height: auto"' in frames
+        for bar in (above, below):
+            assert '<button type="button" data-move="-1">Previous step</button>' in bar
+            assert '<button type="button" data-move="1">Next step</button>' in bar and "<output" in bar
+        assert page.count('type="range"') == 1 and 'type="range"' in above
+
+
 def test_the_stepper_html_is_deterministic_and_its_ids_come_from_the_name():
     first = backward_stepper(running_example_labelled()["v5"], name="ch04-sweep").html()
     assert first == backward_stepper(running_example_labelled()["v5"], name="ch04-sweep").html()

@@ -348,8 +348,10 @@ def test_draw_graph_stacks_fields_in_both_layouts_and_draws_one_frame_of_a_sweep
     assert '"{v2 | mul | value 10.000 | ∂ 1.000}" fillcolor="#ffd27f" shape=record style=filled' in frame
     assert "{x1 | value 2.000 | ∂ ?}" in frame and 'label="step 3"' in frame
     assert frame.count("filled") == 1
-    with pytest.raises(ValueError, match="rankdir must be 'auto', 'LR' or 'TB', got 'BT'"):
-        draw_graph(y, rankdir="BT")
+    upwards = draw_graph(y, rankdir="BT").source  # the outputs on top, where a reverse sweep starts
+    assert "rankdir=BT" in upwards and "{x1 | value 2.000 | ∂ 5.500}" in upwards
+    with pytest.raises(ValueError, match="rankdir must be 'auto', 'LR', 'TB' or 'BT', got 'RL'"):
+        draw_graph(y, rankdir="RL")
 
 
 def test_draw_graph_refuses_other_objects():

@@ -79,6 +79,16 @@ def test_second_derivatives_trace_too() -> None:
     assert value == pytest.approx(-np.sin(0.7), abs=1e-15)
 
 
+def test_a_program_using_a_variable_nothing_computes_says_so() -> None:
+    x, removed = Var((3,)), Var((3,))
+    program = Program([x], [Equation("exp", [x], (), removed), Equation("cos", [removed], (), Var((3,)))], [])
+    program.outputs = [removed]
+    str(program)  # names the variables: x is a, removed is b
+    del program.equations[0]  # a pass removed the equation but kept its uses
+    with pytest.raises(ValueError, match="variable b of shape \\(3,\\) is used, but it is not an input"):
+        evaluate(program, np.ones(3))
+
+
 def test_dead_code_elimination_drops_what_no_output_needs() -> None:
     def f(x: Tensor) -> Tensor:
         _ = x.exp().sin()  # unused

@@ -49,6 +49,46 @@ def test_release_matches_the_package_version():
     )
 
 
+def test_the_recorded_names_of_this_version_are_the_live_api():
+    import api_releases  # tools/api_releases.py
+
+    import course_lib
+
+    recorded = json.loads(api_releases.MANIFEST.read_text())
+    assert course_lib.__version__ in recorded, "record this version's names: python tools/api_releases.py record"
+    assert recorded[course_lib.__version__] == api_releases.public_api(), (
+        f"course_lib's public names changed since {course_lib.__version__} was recorded: raise __version__, then "
+        "python tools/api_releases.py record"
+    )
+
+
+def test_the_named_release_has_every_course_lib_name_the_notebooks_use():
+    import api_releases  # tools/api_releases.py
+
+    assert api_releases.missing(api_releases.release_version()) == []
+
+
+def test_the_api_check_finds_a_name_missing_from_a_release():
+    import api_releases  # tools/api_releases.py
+
+    source = "import course_lib.trace as tr\nfrom course_lib.nn import MLP, SGD\nfrom course_lib import graph\n"
+    source += "tr.make_program(f, x)\ngraph.Node\nimport course_lib\ncourse_lib.scalar.Value(1.0)"
+    assert api_releases.used_names([source]) == {
+        ("course_lib.nn", "MLP"),
+        ("course_lib.nn", "SGD"),
+        ("course_lib", "graph"),
+        ("course_lib.trace", "make_program"),
+        ("course_lib.graph", "Node"),
+        ("course_lib", "scalar"),
+        ("course_lib.scalar", "Value"),
+    }
+    older = api_releases.missing("0.3.1")  # before the compiled path: chapter 15 would stop at its imports
+    assert "book/15_from_graph_to_program.ipynb: course_lib.trace.make_program" in older
+    assert api_releases.missing("0.0.0") == [
+        "release 0.0.0 is not recorded in api_releases.json: run tools/api_releases.py record"
+    ]
+
+
 @pytest.mark.parametrize(
     "bad", [{"release": "main"}, {"release": "master"}, {"repository": "no-slash"}, {"release": "latest"}]
 )
