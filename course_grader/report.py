@@ -121,7 +121,9 @@ def read_class(db_url: str, course: Path, grades: Path | None = None) -> ClassRe
         if assignment in by_name:
             by_name[assignment].human.append((student, status, why))
     for a in assignments:
-        a.human += [(h.student, "manual", "parts to grade by hand: " + ", ".join(h.manual)) for h in a.hand_ins if h.manual]
+        a.human += [
+            (h.student, "manual", "parts to grade by hand: " + ", ".join(h.manual)) for h in a.hand_ins if h.manual
+        ]
         a.human.sort()
     return ClassRecord(students, assignments)
 
@@ -253,7 +255,13 @@ def timing(a: Assignment) -> dict | None:
     if not seconds:
         return None
     median, p90 = np.percentile(seconds, [50, 90])
-    return {"timed": len(seconds), "median": float(median), "p90": float(p90), "max": max(seconds), "total": sum(seconds)}
+    return {
+        "timed": len(seconds),
+        "median": float(median),
+        "p90": float(p90),
+        "max": max(seconds),
+        "total": sum(seconds),
+    }
 
 
 def histogram(a: Assignment) -> tuple[list[float], list[int]]:
@@ -411,7 +419,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     record = read_class(url, course, args.grades)
     if not record.assignments:
-        print("ERROR: the gradebook has no assignments yet: run `make release` and `make autograde` first", file=sys.stderr)
+        print(
+            "ERROR: the gradebook has no assignments yet: run `make release` and `make autograde` first",
+            file=sys.stderr,
+        )
         return 2
     out = args.out or course / "report"
     pages = write_report(record, out, args.drop)

@@ -112,6 +112,7 @@ def _save(fig, path: Path) -> None:
 
 def plot_histogram(path: Path, edges: list[float], counts: list[int], marks: tuple[float, float, float], top: float):
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(7, 3.6), layout="constrained")
     ax = fig.subplots()
@@ -122,7 +123,7 @@ def plot_histogram(path: Path, edges: list[float], counts: list[int], marks: tup
     ax.set_xlabel(f"score (points out of {num(top)})")
     ax.set_ylabel("hand-ins")
     ax.set_xlim(min(edges[0], 0), max(edges[-1], top))
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper left", frameon=True)
     _save(fig, path)
 
@@ -200,15 +201,21 @@ def assignment_page(record: ClassRecord, a, out: Path) -> str:
             f"{p['part']} {p['pass_rate']:.0f}%" for p in parts
         )
         sections.append(
-            "<h2>Parts</h2>"
-            + figure(f"img/{a.name}-parts.png", alt, "The share of hand-ins that passed each part.")
+            "<h2>Parts</h2>" + figure(f"img/{a.name}-parts.png", alt, "The share of hand-ins that passed each part.")
         )
     sections.append(
         table(
             "Each part: pass rate and mean points",
             ["part", "max points", "passed", "graded hand-ins", "pass rate (%)", "mean points"],
             [
-                [p["part"], num(p["max_points"]), p["passed"], p["hand_ins"], num(p["pass_rate"]), num(p["mean_points"], 2)]
+                [
+                    p["part"],
+                    num(p["max_points"]),
+                    p["passed"],
+                    p["hand_ins"],
+                    num(p["pass_rate"]),
+                    num(p["mean_points"], 2),
+                ]
                 for p in parts
             ],
             numeric=range(1, 6),
@@ -241,7 +248,12 @@ def assignment_page(record: ClassRecord, a, out: Path) -> str:
                 [[times["timed"], num(times["median"]), num(times["p90"]), num(times["max"]), num(times["total"])]],
                 numeric=range(5),
             )
-            + table("The slowest hand-ins", ["student", "seconds"], [[h.student, num(h.seconds)] for h in slow], numeric=(1,))
+            + table(
+                "The slowest hand-ins",
+                ["student", "seconds"],
+                [[h.student, num(h.seconds)] for h in slow],
+                numeric=(1,),
+            )
         )
     else:
         sections.append(
@@ -250,12 +262,15 @@ def assignment_page(record: ClassRecord, a, out: Path) -> str:
         )
     sections.append("<h2>Hand-ins for a human</h2>")
     sections.append(
-        table("Hand-ins grading could not score alone, and why", ["student", "status", "why"], [list(r) for r in a.human])
+        table(
+            "Hand-ins grading could not score alone, and why", ["student", "status", "why"], [list(r) for r in a.human]
+        )
         if a.human
         else "<p>None: every hand-in was graded.</p>"
     )
     links = ", ".join(
-        f"<a href='csv/{esc(a.name)}-{kind}.csv'>{kind}</a>" for kind in ("hand-ins", "parts", "mistakes", "for-a-human")
+        f"<a href='csv/{esc(a.name)}-{kind}.csv'>{kind}</a>"
+        for kind in ("hand-ins", "parts", "mistakes", "for-a-human")
     )
     due = f"Due {esc(a.duedate)}. " if a.duedate else ""
     head = f"<p>{due}{len(a.hand_ins)} graded hand-ins, {num(top)} points. The numbers as CSV: {links}.</p>"
@@ -272,8 +287,13 @@ def bin_label(edges: list[float], k: int) -> str:
 def index_page(record: ClassRecord, out: Path) -> str:
     rows = progress(record)
     plot_progress(out / "img" / "progress.png", rows)
-    alt = "Class progress by assignment, median score with quartile bars and the share of the class that handed in: " + (
-        "; ".join(f"{r['assignment']} median {num(r['median'])}%, handed in {num(r['handed_in_rate'])}%" for r in rows)
+    alt = (
+        "Class progress by assignment, median score with quartile bars and the share of the class that handed in: "
+        + (
+            "; ".join(
+                f"{r['assignment']} median {num(r['median'])}%, handed in {num(r['handed_in_rate'])}%" for r in rows
+            )
+        )
     )
     listing = "".join(f"<li><a href='{esc(r['assignment'])}.html'>{esc(r['assignment'])}</a></li>" for r in rows)
     body = (
@@ -285,12 +305,31 @@ def index_page(record: ClassRecord, out: Path) -> str:
         + figure("img/progress.png", alt, "The class assignment by assignment (scores in percent of the points).")
         + table(
             "Class progress by assignment (scores in %)",
-            ["assignment", "graded", "for a human", "students", "handed in (%)", "mean", "first quartile", "median", "third quartile"],
             [
-                [r["assignment"], r["graded"], r["for_a_human"], r["students"], num(r["handed_in_rate"]), num(r["mean"]),
-                 num(r["q1"]), num(r["median"]), num(r["q3"])]
+                "assignment",
+                "graded",
+                "for a human",
+                "students",
+                "handed in (%)",
+                "mean",
+                "first quartile",
+                "median",
+                "third quartile",
+            ],
+            [
+                [
+                    r["assignment"],
+                    r["graded"],
+                    r["for_a_human"],
+                    r["students"],
+                    num(r["handed_in_rate"]),
+                    num(r["mean"]),
+                    num(r["q1"]),
+                    num(r["median"]),
+                    num(r["q3"]),
+                ]
                 for r in rows
-            ],  # fmt: skip
+            ],
             numeric=range(1, 9),
         )
     )

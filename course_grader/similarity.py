@@ -223,7 +223,9 @@ def write_page(pairs: list[Pair], compared: int, assignment: str, out: Path, thr
             )
             + "</div>"
         )
-    style = "<style>.sides{display:grid;grid-template-columns:1fr 1fr;gap:1em}mark{background:#ffe08a;color:#000}</style>"
+    style = (
+        "<style>.sides{display:grid;grid-template-columns:1fr 1fr;gap:1em}mark{background:#ffe08a;color:#000}</style>"
+    )
     target = out / f"similarity-{assignment}.html"
     target.write_text(page(f"{assignment}: similar hand-ins", style + "".join(sections)), encoding="utf-8")
     return target
@@ -246,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
     if compared < 2:
-        print(f"ERROR: {compared} hand-in(s) of {args.assignment} found in submitted/ or submissions/: nothing to compare")
+        print(
+            f"ERROR: {compared} hand-in(s) of {args.assignment} found in submitted/ or submissions/: nothing to compare"
+        )
         return 2
     page = write_page(pairs, compared, args.assignment, args.out or course / "report", args.threshold)
     listed = [p for p in pairs if p.score >= args.threshold]
