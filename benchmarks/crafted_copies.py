@@ -121,7 +121,7 @@ ORDERS = [
 
 # The original of the copied pair: helpers of their own, then the three answers.
 ORIGINAL = {
-    "gradient_fd": '''    # perturb one coordinate at a time on a private copy
+    "gradient_fd": """    # perturb one coordinate at a time on a private copy
     def shifted(point, where, amount):
         moved = point.astype(float).copy()
         moved[where] = moved[where] + amount
@@ -140,7 +140,7 @@ ORIGINAL = {
 
 def point_shape(array):
     return tuple(int(n) for n in np.shape(array))
-''',
+""",
     "best_step": """    scores = np.array([abs(method(f, x, candidate) - f_prime) for candidate in hs])
     winner = int(np.flatnonzero(scores == scores.min())[0])
     return hs[winner]
@@ -157,7 +157,7 @@ def point_shape(array):
 # The copy: every name changed, the two helpers and the module-level function in another
 # order, other comments, other spacing.
 DISGUISED = {
-    "gradient_fd": '''    def derivative_along(pt, pos):   # two-sided slope
+    "gradient_fd": """    def derivative_along(pt, pos):   # two-sided slope
         fwd = f( moved_copy(pt, pos, h) )
         bwd = f( moved_copy(pt, pos, -h) )
         return ( fwd - bwd ) / ( h + h )
@@ -176,7 +176,7 @@ DISGUISED = {
 
 def dims_of(arr):
     return tuple(int(d) for d in np.shape(arr))
-''',
+""",
     "best_step": """    errs = np.array( [abs(method(f, x, c) - f_prime) for c in hs] )
     idx = int(np.flatnonzero(errs == errs.min())[0])   # first of the smallest
     return hs[idx]
