@@ -98,22 +98,20 @@ def read_class(db_url: str, course: Path, grades: Path | None = None) -> ClassRe
             cells = [(c.name, float(c.max_score)) for nb in a.notebooks for c in nb.grade_cells]
             cells.sort(key=lambda c: (order.get(c[0], len(order)), c[0]))
             hand_ins = []
-            for sub in a.submissions:
-                grades_ = [g for nb in sub.notebooks for g in nb.grades]
-                points = {g.name: float(g.score) for g in grades_}
-                hand_in = HandIn(
-                    student=sub.student.id,
-                    score=float(sub.score),
-                    max_score=float(sub.max_score),
-                    points=points,
-                    manual=sorted(g.name for g in grades_ if g.needs_manual_grade),
+            for student, score, top, points, manual in submissions(gb, a.id):
+                folder = course / "autograded" / student / a.name
+                failed = [name for name, most in cells if points.get(name, 0.0) < most]
+                hand_ins.append(
+                    HandIn(
+                        student,
+                        score,
+                        top,
+                        points,
+                        messages=failure_messages(folder / f"{a.name}.ipynb", failed),
+                        seconds=grading_seconds(folder / TIMING_FILE),
+                        manual=manual,
+                    )
                 )
-                folder = course / "autograded" / hand_in.student / a.name
-                failed = [name for name, top in cells if points.get(name, 0.0) < top]
-                hand_in.messages = failure_messages(folder / f"{a.name}.ipynb", failed)
-                hand_in.seconds = grading_seconds(folder / TIMING_FILE)
-                hand_ins.append(hand_in)
-            hand_ins.sort(key=lambda h: h.student)
             duedate = a.duedate.strftime("%Y-%m-%d %H:%M") if a.duedate else ""
             assignments.append(Assignment(a.name, duedate, cells, hand_ins))
     by_name = {a.name: a for a in assignments}
@@ -126,6 +124,33 @@ def read_class(db_url: str, course: Path, grades: Path | None = None) -> ClassRe
         ]
         a.human.sort()
     return ClassRecord(students, assignments)
+
+
+def submissions(gb, assignment_id: str) -> list[tuple[str, float, float, dict[str, float], list[str]]]:
+    """(student, score, max score, points by part, parts to grade by hand) of every submission
+    of an assignment, in two queries (not one per grade, as walking nbgrader's objects would)."""
+    from nbgrader.api import Grade, GradeCell, SubmittedAssignment, SubmittedNotebook
+
+    subs = gb.db.query(SubmittedAssignment).filter(SubmittedAssignment.assignment_id == assignment_id).all()
+    grades = (
+        gb.db.query(SubmittedAssignment.student_id, GradeCell.name, Grade.score, Grade.needs_manual_grade)
+        .select_from(Grade)
+        .join(GradeCell, Grade.cell_id == GradeCell.id)
+        .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+        .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+        .filter(SubmittedAssignment.assignment_id == assignment_id)
+        .all()
+    )
+    points: dict[str, dict[str, float]] = defaultdict(dict)
+    manual: dict[str, list[str]] = defaultdict(list)
+    for student, part, score, by_hand in grades:
+        points[student][part] = float(score or 0.0)
+        if by_hand:
+            manual[student].append(part)
+    return sorted(
+        (s.student_id, float(s.score), float(s.max_score), points[s.student_id], sorted(manual[s.student_id]))
+        for s in subs
+    )
 
 
 def read_statuses(path: Path) -> dict[tuple[str, str], tuple[str, str]]:

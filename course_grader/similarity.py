@@ -7,11 +7,12 @@ it) is reduced to the code its student wrote: the answer cells only, without the
 released template already had. copydetect (winnowing over Pygments tokens, with names,
 strings and comments normalised away) fingerprints that code; fingerprints of the template
 and of the instructor's solution, and those found in more than a few hand-ins (the short,
-obvious solution everyone writes), count for nobody. A pair's score is the larger share of
-one student's fingerprinted code found in the other's. The pairs above the threshold are
-listed with their shared fragments side by side in ``report/similarity-<assignment>.html``,
-all pairs' numbers in a CSV beside it. Nothing here reads or writes a grade: a high score is a
-reason for a human to look, never a verdict.
+obvious solution everyone writes), count for nobody. A pair's score is the larger of two
+shares: how much of what one student wrote is found in the other's hand-in, counting only code
+that is somebody's (the obvious code still counts in what they wrote, so it lowers the share).
+The pairs above the threshold are listed with their shared fragments side by side in
+``report/similarity-<assignment>.html``, all pairs' numbers in a CSV beside it. Nothing here
+reads or writes a grade: a high score is a reason for a human to look, never a verdict.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def normalised(code: str) -> tuple[str, np.ndarray]:
 
 
 def fingerprint(code: str) -> Fingerprint:
-    from copydetect.utils import winnow
+    from copydetect.utils import get_token_coverage, winnow
 
     filtered, offsets = normalised(code)
     hashes = kgram_hashes(filtered)
@@ -117,17 +118,16 @@ def fingerprint(code: str) -> Fingerprint:
         for h, i in zip(kept.tolist(), where.tolist()):
             print_.hash_idx.setdefault(h, []).append(i)
         print_.hashes = set(print_.hash_idx)
-    leave_out(print_, set())
+    print_.token_coverage = float(get_token_coverage(print_.hash_idx, K, len(filtered)))
     return print_
 
 
 def leave_out(fp: Fingerprint, hashes: set[int]) -> None:
-    """Forget the fingerprints in ``hashes`` (wherever they occur), and what they covered."""
-    from copydetect.utils import get_token_coverage
-
+    """Forget the fingerprints in ``hashes`` (wherever they occur). What they covered still
+    counts as the student's code: a pair's shares stay fractions of all each student wrote, so
+    code that is nobody's lowers them instead of leaving a few lines to stand for the whole."""
     fp.hashes = fp.hashes - hashes
     fp.hash_idx = {h: where for h, where in fp.hash_idx.items() if h not in hashes}
-    fp.token_coverage = float(get_token_coverage(fp.hash_idx, K, len(fp.filtered_code)))
 
 
 def compare(

@@ -49,7 +49,7 @@ def test_the_disguised_pair_is_the_top_pair_and_the_only_one_listed(course, caps
     pairs, compared = similarity.find_copies(folder, ASSIGNMENT)
     assert compared == 12
     top, runner_up = pairs[0], next(p for p in pairs if not is_copy(p))
-    assert is_copy(top) and top.score >= 0.9 and min(top.shares) >= 0.9
+    assert is_copy(top) and top.score >= 0.8 and min(top.shares) >= 0.8
     assert {runner_up.first, runner_up.second} <= set(honest)
     assert runner_up.score < similarity.THRESHOLD - 0.05, "no honest pair comes near the threshold"
 
