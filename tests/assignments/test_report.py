@@ -8,10 +8,12 @@ critical axe-core finding.
 from __future__ import annotations
 
 import csv
+import html
 import re
 import statistics
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import publish  # tools/publish.py
@@ -290,3 +292,22 @@ def test_pages_in_chromium_offline_accessible_and_sortable(crafted, browser):  #
     header.find_element(By.TAG_NAME, "button").click()
     assert header.get_attribute("aria-sort") == "descending"
     assert [float(v) for v in browser.execute_script(column % 4)[: len(want)]] == [round(v, 1) for v in want[::-1]]
+
+
+def check_report_of_graded_class(course: Path, rows: list[dict], assignment: str) -> None:
+    """``make report`` on a class graded by course_grader itself (test_grading_postgres.py calls
+    this after grading: one right hand-in, one with its first part undone, one unreadable)."""
+    assert report.main(["--course", str(course)]) == 0
+    page = Tables((course / "report" / f"{assignment}.html").read_text())
+    scores = sorted(float(r["score"]) for r in rows if r["status"] == "graded")
+    _, summary = page.tables["Summary of the scores (points)"]
+    assert numbers(summary[0])[0] == 2 and numbers(summary[0])[4] == statistics.median(scores)
+    order = report.part_order(course, assignment)
+    _, groups = page.tables[f"{min(order, key=order.__getitem__)}: failure messages"]
+    assert groups[0][0] == "1" and groups[0][2] != report.NOT_RECORDED
+    feedback = (course / "feedback" / "bob" / assignment / f"{assignment}.html").read_text()
+    assert html.escape(groups[0][2]) in feedback, "the message grading gave bob's part"
+    _, human = page.tables["Hand-ins grading could not score alone, and why"]
+    assert [r[:2] for r in human] == [["cy", "unreadable"]] and "not a readable notebook" in human[0][2]
+    timed = sorted((course / "autograded").glob(f"*/{assignment}/{report.TIMING_FILE}"))
+    assert ("Grading time (seconds)" in page.tables) == bool(timed)
