@@ -311,3 +311,11 @@ def check_report_of_graded_class(course: Path, rows: list[dict], assignment: str
     assert [r[:2] for r in human] == [["cy", "unreadable"]] and "not a readable notebook" in human[0][2]
     timed = sorted((course / "autograded").glob(f"*/{assignment}/{report.TIMING_FILE}"))
     assert ("Grading time (seconds)" in page.tables) == bool(timed)
+
+
+def test_make_targets_run_the_report_and_the_similarity_check():
+    from commands import make
+
+    assert '-m course_grader.report' in make("-n", "report", cwd=ROOT).stdout
+    dry = make("-n", "similarity", "ASSIGNMENT=ps01_finite_differences", "THRESHOLD=0.5", cwd=ROOT).stdout
+    assert '-m course_grader.similarity "ps01_finite_differences" --threshold 0.5' in dry
