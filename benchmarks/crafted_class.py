@@ -103,10 +103,13 @@ def expected(n: int) -> dict[str, dict[str, Outcome]]:
 def build(course: Path, db_url: str, n: int = 32) -> dict[str, dict[str, Outcome]]:
     """Write the graded class into ``course`` and the gradebook at ``db_url``; return its rules."""
     from nbgrader.api import Gradebook
+    from sqlalchemy import text
 
     course.mkdir(parents=True, exist_ok=True)
     plan = expected(n)
     with Gradebook(db_url) as gb:
+        if db_url.startswith("sqlite"):  # a throw-away file: no need to wait for the disk at each commit
+            gb.db.execute(text("PRAGMA synchronous=OFF"))
         for i in range(n):
             first, last, email = person(i)
             gb.update_or_create_student(student_id(i), first_name=first, last_name=last, email=email)
@@ -114,17 +117,20 @@ def build(course: Path, db_url: str, n: int = 32) -> dict[str, dict[str, Outcome
             shutil.copytree(ROOT / "exercises" / assignment, course / "exercises" / assignment, dirs_exist_ok=True)
             gb.update_or_create_assignment(assignment, duedate=DUE[assignment])
             gb.add_notebook(assignment, assignment)
-            for name, points in parts(assignment):
-                gb.add_grade_cell(name, assignment, assignment, max_score=points, cell_type="code")
+            cells = {
+                gb.add_grade_cell(name, assignment, assignment, max_score=points, cell_type="code").id: name
+                for name, points in parts(assignment)
+            }
             for sid, result in plan[assignment].items():
                 if result.kind == "graded":
-                    record(gb, course, assignment, sid, result)
+                    record(gb, course, assignment, sid, result, cells)
     write_grades(course, plan)
     return plan
 
 
-def record(gb, course: Path, assignment: str, sid: str, result: Outcome) -> None:
-    """One graded hand-in: its points in the gradebook, its graded notebook and its time."""
+def record(gb, course: Path, assignment: str, sid: str, result: Outcome, cells: dict[str, str]) -> None:
+    """One graded hand-in: its points in the gradebook (``cells``: grade cell id -> name), its
+    graded notebook and its time."""
     from sqlalchemy.exc import SAWarning
 
     with warnings.catch_warnings():  # nbgrader's add_submission, as grading calls it (see grading.py)
@@ -133,7 +139,8 @@ def record(gb, course: Path, assignment: str, sid: str, result: Outcome) -> None
     tops = dict(parts(assignment))
     for nb in submission.notebooks:
         for grade in nb.grades:
-            grade.auto_score = 0.0 if grade.name in result.failed else tops[grade.name]
+            name = cells[grade.cell_id]
+            grade.auto_score = 0.0 if name in result.failed else tops[name]
             grade.needs_manual_grade = False
     gb.db.commit()
     release = json.loads((ROOT / "exercises" / assignment / f"{assignment}.ipynb").read_text())

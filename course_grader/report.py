@@ -321,16 +321,25 @@ def progress(record: ClassRecord) -> list[dict]:
     return rows
 
 
+NOT_YET = "not graded yet"
+
+
 def term(record: ClassRecord, drop: float = DROP_POINTS) -> list[dict]:
     """Each student: their score (%) on each assignment, missing hand-ins, and whether they are
-    falling behind (a missing hand-in, or the latest score ``drop`` points under their earlier mean)."""
+    falling behind (a missing hand-in, or the latest score ``drop`` points under their earlier
+    mean). An assignment nobody's hand-in of has been graded yet is nobody's missing one."""
+    percents = {a.name: {h.student: h.percent for h in a.hand_ins} for a in record.assignments}
+    humans = {a.name: {s for s, status, _ in a.human if status != "manual"} for a in record.assignments}
     rows = []
     for person in record.students:
         scores: dict[str, float | str] = {}
         for a in record.assignments:
-            mine = next((h for h in a.hand_ins if h.student == person.id), None)
-            human = next((s for s, status, _ in a.human if s == person.id and status != "manual"), None)
-            scores[a.name] = mine.percent if mine else ("for a human" if human else "missing")
+            if person.id in percents[a.name]:
+                scores[a.name] = percents[a.name][person.id]
+            elif person.id in humans[a.name]:
+                scores[a.name] = "for a human"
+            else:
+                scores[a.name] = "missing" if percents[a.name] or humans[a.name] else NOT_YET
         numbers = [v for v in scores.values() if isinstance(v, float)]
         missing = sum(v == "missing" for v in scores.values())
         dropping = len(numbers) >= 2 and numbers[-1] <= sum(numbers[:-1]) / len(numbers[:-1]) - drop

@@ -296,12 +296,16 @@ def index_page(record: ClassRecord, out: Path) -> str:
         )
     )
     listing = "".join(f"<li><a href='{esc(r['assignment'])}.html'>{esc(r['assignment'])}</a></li>" for r in rows)
+    checked = sorted(out.glob("similarity-*.html"))  # what make similarity wrote
+    copies = "".join(f"<li><a href='{esc(p.name)}'>{esc(p.stem.removeprefix('similarity-'))}</a></li>" for p in checked)
     body = (
         f"<p>{len(record.students)} students, {len(rows)} assignments. "
         "<a href='students.html'>Each student's scores and who is falling behind</a>. "
         "The numbers as CSV: <a href='csv/progress.csv'>progress.csv</a>, "
         "<a href='csv/students.csv'>students.csv</a>.</p>"
-        f"<h2>Assignments</h2><ul>{listing}</ul><h2>Class progress</h2>"
+        f"<h2>Assignments</h2><ul>{listing}</ul>"
+        + (f"<h2>Similar hand-ins (make similarity)</h2><ul>{copies}</ul>" if copies else "")
+        + "<h2>Class progress</h2>"
         + figure("img/progress.png", alt, "The class assignment by assignment (scores in percent of the points).")
         + table(
             "Class progress by assignment (scores in %)",

@@ -218,6 +218,15 @@ def test_class_progress_and_every_student(crafted):
         assert [r["behind"] for r in csv.DictReader(table)] == [row[-1] for row in rows]
 
 
+def test_an_assignment_not_graded_yet_is_nobodys_missing_hand_in(crafted):
+    _, record, _ = crafted
+    later = report.Assignment("ps13_capstone", "", [("test_value", 2.0)], hand_ins=[])
+    before = report.term(record)
+    after = report.term(report.ClassRecord(record.students, [*record.assignments, later]))
+    assert all(row["scores"]["ps13_capstone"] == report.NOT_YET for row in after)
+    assert [row["behind"] for row in after] == [row["behind"] for row in before]
+
+
 def test_postgresql_gradebook_gives_the_same_report(crafted, postgres, tmp_path, monkeypatch):
     sqlite_course, record, pages = crafted
     url = postgres("class_report")
@@ -316,6 +325,6 @@ def check_report_of_graded_class(course: Path, rows: list[dict], assignment: str
 def test_make_targets_run_the_report_and_the_similarity_check():
     from commands import make
 
-    assert '-m course_grader.report' in make("-n", "report", cwd=ROOT).stdout
+    assert "-m course_grader.report" in make("-n", "report", cwd=ROOT).stdout
     dry = make("-n", "similarity", "ASSIGNMENT=ps01_finite_differences", "THRESHOLD=0.5", cwd=ROOT).stdout
     assert '-m course_grader.similarity "ps01_finite_differences" --threshold 0.5' in dry
