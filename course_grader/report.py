@@ -300,18 +300,20 @@ def histogram(a: Assignment) -> tuple[list[float], list[int]]:
 
 
 def progress(record: ClassRecord) -> list[dict]:
-    """The class assignment by assignment: hand-ins, the share of the class, score quartiles (%)."""
+    """The class assignment by assignment: hand-ins graded and for a human, the share of the class
+    that handed in (either), the mean and quartiles of the graded scores (%)."""
     rows = []
     for a in record.assignments:
         percents = [h.percent for h in a.hand_ins]
+        humans = len({s for s, status, _ in a.human if status != "manual"} - {h.student for h in a.hand_ins})
         q1, median, q3 = quartiles(percents) if percents else (0.0, 0.0, 0.0)
         rows.append(
             {
                 "assignment": a.name,
                 "graded": len(a.hand_ins),
-                "for_a_human": len({s for s, status, _ in a.human if status != "manual"}),
+                "for_a_human": humans,
                 "students": len(record.students),
-                "handed_in_rate": 100.0 * len(a.hand_ins) / len(record.students) if record.students else 0.0,
+                "handed_in_rate": 100.0 * (len(a.hand_ins) + humans) / len(record.students) if record.students else 0.0,
                 "mean": sum(percents) / len(percents) if percents else 0.0,
                 "q1": q1,
                 "median": median,
