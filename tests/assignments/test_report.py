@@ -227,6 +227,28 @@ def test_an_assignment_not_graded_yet_is_nobodys_missing_hand_in(crafted):
     assert [row["behind"] for row in after] == [row["behind"] for row in before]
 
 
+@pytest.mark.parametrize(
+    "one, other",
+    [
+        ("got -1.5e-3, expected 2", "got 0.25, expected -7"),
+        ("wrong shape: (3, 4) instead of (12,)", "wrong shape: (2, 5) instead of (10,)"),
+        ("object at 0x7f3a9c", "object at 0x55e0d1"),
+        ("f(x)-2 is off", "f(x)-31 is off"),
+    ],
+)
+def test_the_same_mistake_with_other_numbers_reads_the_same(one, other):
+    assert report.mistake_pattern(one) == report.mistake_pattern(other)
+
+
+def test_different_mistakes_stay_apart_and_names_go():
+    assert report.mistake_pattern("x - 3 failed") != report.mistake_pattern("x + 3 failed")
+    anonymise = report.Anonymiser([report.Person("jdoe7", "Jane", "Doe", "jane@uni.example")])
+    assert anonymise("JDOE7 wrote /home/jdoe7/a.py, ask Jane Doe (jane@uni.example)") == (
+        "[student] wrote /home/[student]/a.py, ask [student] [student] ([student])"
+    )
+    assert anonymise("Janet Doering") == "Janet Doering", "only whole names"
+
+
 def test_postgresql_gradebook_gives_the_same_report(crafted, postgres, tmp_path, monkeypatch):
     sqlite_course, record, pages = crafted
     url = postgres("class_report")
