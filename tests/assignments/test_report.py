@@ -21,7 +21,9 @@ import pytest
 from paths import ROOT
 
 from benchmarks.crafted_class import ASSIGNMENTS, build, expected, parts, person, student_id
-from course_grader import report
+from benchmarks.crafted_copies import ASSIGNMENT as COPIED
+from benchmarks.crafted_copies import write_class
+from course_grader import report, similarity
 
 sys.path.insert(0, str(ROOT / "tests" / "site"))  # the Chromium fixture of the browser tests
 from test_browser import browser, missing  # noqa: E402, F401
@@ -289,15 +291,20 @@ axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a
 """
 
 
-def test_pages_in_chromium_offline_accessible_and_sortable(crafted, browser):  # noqa: F811
+def test_pages_in_chromium_offline_accessible_and_sortable(crafted, browser, tmp_path):  # noqa: F811
     from selenium.webdriver.common.by import By
 
     if not AXE.is_file():
         missing("axe-core is not installed: make setup-browser (npm ci in tests/site/axe)")
     course, _, pages = crafted
-    for name in pages:
+    copies = tmp_path / "copies"  # and the page of make similarity, on its own crafted class
+    write_class(copies)
+    assert similarity.main([COPIED, "--course", str(copies)]) == 0
+    shown = [course / "report" / name for name in pages] + [copies / "report" / f"similarity-{COPIED}.html"]
+    for path in shown:
+        name = path.name
         browser.get_log("browser")
-        browser.get((course / "report" / name).as_uri())
+        browser.get(path.as_uri())
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == [], f"{name}: {errors}"
         broken = browser.execute_script(
