@@ -41,7 +41,7 @@ PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
 .PHONY: book test test-engine execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
-        nodejs mathjax release roster autograde lint \
+        nodejs mathjax release roster autograde report similarity lint \
         configure lock dist publish instructor-only clean help
 
 help:
@@ -51,6 +51,7 @@ help:
 	@echo "make setup-browser - Chromium, Selenium and axe-core for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
 	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
+	@echo "make report [DB_URL=...], make similarity ASSIGNMENT=... - the class report in report/ (instructors only)"
 	@echo "make configure REPO=owner/name [REF=tag] - retarget the course (course.toml)"
 	@echo "make publish DEST=dir - write the student-facing tree (no solutions, no hidden tests)"
 	@echo "make dist   - build course_lib's wheel and sdist into dist/"
@@ -223,6 +224,17 @@ configure: setup
 autograde: instructor-only setup sandbox
 	@echo "==> autograde: grading submissions/<student>/<assignment>.ipynb into grades.csv"
 	@$(PY) -m course_grader.grading submissions $(if $(filter command line,$(origin JOBS)),--jobs $(JOBS)) $(GRADE_FLAGS)
+
+# After autograde: the class report (report/, for instructors only: it names students), read from
+# the gradebook (DB_URL as for grading), grades.csv and autograded/.
+report: instructor-only setup
+	@$(PY) -m course_grader.report
+
+# Pairs of hand-ins whose answer cells are alike, with the shared code side by side (report/).
+# Never changes a grade. make similarity ASSIGNMENT=<assignment> [THRESHOLD=0.7]
+similarity: instructor-only setup $(INSTRUCTOR_STAMP)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make similarity ASSIGNMENT=<assignment, e.g. ps01_finite_differences> [THRESHOLD=0.7]"; exit 2; }
+	@$(PY) -m course_grader.similarity "$(ASSIGNMENT)" $(if $(THRESHOLD),--threshold $(THRESHOLD))
 
 # The published (student) tree has no solutions/ and no tests/: say so instead of failing oddly.
 instructor-only:

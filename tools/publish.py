@@ -49,7 +49,12 @@ PUBLIC = [
     "LICENSE",
 ]
 # Instructor tooling inside a public folder: it needs course_grader, which stays private.
-PRIVATE = {"benchmarks/sandbox.py"}
+PRIVATE = {
+    "benchmarks/sandbox.py",
+    "benchmarks/report.py",
+    "benchmarks/crafted_class.py",
+    "benchmarks/crafted_copies.py",
+}
 # Files the public tree holds under another name: the workflow that builds the book and deploys
 # it to GitHub Pages runs in the public repository only (the instructor's has its own CI).
 RENAMED = {"tools/github/book.yml": ".github/workflows/book.yml"}

@@ -10,6 +10,7 @@ import shutil
 import nbformat
 import pytest
 from nbgrader_helpers import ROOT, answer_cells, fill_in, nbgrader
+from test_report import check_report_of_graded_class
 
 from course_grader.database import import_roster, read_roster
 from course_grader.grading import ClassGrader
@@ -74,3 +75,4 @@ def test_grading_into_postgresql_matches_sqlite_and_is_idempotent(postgres, tmp_
     assert rows["cy"]["status"].startswith("unreadable")
 
     assert grade(course) == got, "a second run changes nothing"
+    check_report_of_graded_class(course, got[0], ASSIGNMENT)  # make report, from the same gradebook

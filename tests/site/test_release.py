@@ -302,10 +302,12 @@ def test_public_tree_holds_the_student_material_only(public):
         "feedback",
         "submissions",
         "backups",
+        "report",
     ]:
         assert not (public / secret).exists(), f"{secret} must stay in the instructor's repository"
     assert not list(public.rglob("*.db")) and not list(public.rglob("__pycache__"))
-    assert not (public / "benchmarks" / "sandbox.py").exists(), "the grading benchmark needs course_grader"
+    for private in ("sandbox.py", "report.py", "crafted_class.py", "crafted_copies.py"):
+        assert not (public / "benchmarks" / private).exists(), f"benchmarks/{private} needs course_grader"
     assert not any(
         "course_grader" in p.read_text(errors="replace") or "nbgrader" in p.read_text(errors="replace")
         for p in (public / "course_lib").rglob("*.py")
