@@ -48,13 +48,26 @@ PUBLIC = [
     "requirements-browser.txt",
     "LICENSE",
 ]
-# Instructor tooling inside a public folder: it needs course_grader, which stays private.
-PRIVATE = {
-    "benchmarks/sandbox.py",
-    "benchmarks/report.py",
-    "benchmarks/crafted_class.py",
-    "benchmarks/crafted_copies.py",
-}
+# Instructor tooling inside a public folder needs course_grader, which stays private: a Python
+# file that imports it or runs it (``-m course_grader...``) is left out, and so is a helper
+# module only such files use.
+GRADER_IMPORT = re.compile(r"^\s*(from|import)\s+course_grader\b|[\"']course_grader\.\w+[\"']", re.M)
+
+
+def private_files(names: list[str], root: Path) -> set[str]:
+    """The Python files among ``names`` that import or run course_grader, with the local
+    modules only they use (``benchmarks/handins.py``, which builds hand-ins for them)."""
+    python = {name: (root / name).read_text(errors="replace") for name in names if name.endswith(".py")}
+    private = {name for name, text in python.items() if GRADER_IMPORT.search(text)}
+    for name in python:
+        stem = Path(name).stem
+        imports = re.compile(rf"^\s*(from|import)\s[^\n]*\b{re.escape(stem)}\b", re.M)
+        users = {other for other, text in python.items() if other != name and imports.search(text)}
+        if users and users <= private:
+            private.add(name)
+    return private
+
+
 # Files the public tree holds under another name: the workflow that builds the book and deploys
 # it to GitHub Pages runs in the public repository only (the instructor's has its own CI).
 RENAMED = {"tools/github/book.yml": ".github/workflows/book.yml"}
@@ -151,7 +164,9 @@ def public_files(root: Path = ROOT) -> list[str]:
     """The files under PUBLIC: those git tracks, or every file outside a git checkout."""
     listing = subprocess.run(["git", "ls-files", "-z", "--", *PUBLIC], cwd=root, capture_output=True, text=True)
     if listing.returncode == 0:
-        return [name for name in listing.stdout.split("\0") if name and (root / name).is_file() and name not in PRIVATE]
+        names = [name for name in listing.stdout.split("\0") if name and (root / name).is_file()]
+        private = private_files(names, root)
+        return [name for name in names if name not in private]
     found = []
     for name in PUBLIC:
         path = root / name
@@ -159,12 +174,10 @@ def public_files(root: Path = ROOT) -> list[str]:
         found += [
             str(p.relative_to(root))
             for p in candidates
-            if p.is_file()
-            and not {"__pycache__", ".ipynb_checkpoints"} & set(p.parts)
-            and p.suffix != ".pyc"
-            and str(p.relative_to(root)) not in PRIVATE
+            if p.is_file() and not {"__pycache__", ".ipynb_checkpoints"} & set(p.parts) and p.suffix != ".pyc"
         ]
-    return found
+    private = private_files(found, root)
+    return [name for name in found if name not in private]
 
 
 def publish(dest: Path, root: Path = ROOT) -> list[str]:

@@ -306,8 +306,14 @@ def test_public_tree_holds_the_student_material_only(public):
     ]:
         assert not (public / secret).exists(), f"{secret} must stay in the instructor's repository"
     assert not list(public.rglob("*.db")) and not list(public.rglob("__pycache__"))
-    for private in ("sandbox.py", "report.py", "crafted_class.py", "crafted_copies.py"):
+    for private in ("sandbox.py", "grading.py", "handins.py", "report.py", "crafted_class.py", "crafted_copies.py"):
         assert not (public / "benchmarks" / private).exists(), f"benchmarks/{private} needs course_grader"
+    for script in (public / "benchmarks").glob("*.py"):
+        text = script.read_text()
+        assert "course_grader" not in text, f"{script.name} uses course_grader, which the public tree lacks"
+        for module in re.findall(r"^from benchmarks(?:\.(\w+))? import (\w+)", text, re.M):
+            name = module[0] or module[1]
+            assert (public / "benchmarks" / f"{name}.py").exists(), f"{script.name} imports the missing {name}"
     assert not any(
         "course_grader" in p.read_text(errors="replace") or "nbgrader" in p.read_text(errors="replace")
         for p in (public / "course_lib").rglob("*.py")
