@@ -12,7 +12,7 @@ for the purpose.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -24,8 +24,8 @@ from course_lib.trace import make_program
 
 __all__ = ["JVP", "LINEAR", "linearize", "transpose"]
 
-Jvp = Callable[[list[Tensor], list[Tensor], Tensor, tuple], Tensor]
-"""A JVP rule: ``rule(primals, tangents, out, params)``, the tangent of the output
+Jvp = Callable[[list[Tensor], Any, Tensor, tuple], "Tensor | None"]
+"""A JVP rule: ``rule(primals, tangents, out, params)``, the tangent of the output (None: zero)
 (linear in the tangents; primals and ``out`` are known values)."""
 
 
@@ -33,12 +33,7 @@ def _mask(condition: np.ndarray) -> Tensor:
     return record("", condition.astype(np.float64), ())
 
 
-def _linear_jvp(op: str, p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
-    """A linear op's JVP: the op itself, applied to the tangents."""
-    return call_op(op, t, params)
-
-
-def _max_jvp(p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
+def _max_jvp(p: list[Tensor], t: Any, out: Tensor, params: tuple) -> Tensor:
     axis, keepdims = params
     hits = p[0]._data == p[0]._data.max(axis=axis, keepdims=True)
     return (t[0] * _mask(hits / hits.sum(axis=axis, keepdims=True))).sum(axis=axis, keepdims=keepdims)
@@ -51,13 +46,44 @@ LINEAR = (
 """Ops linear in all their Tensor arguments together (``mul``, ``div`` and ``matmul`` are
 linear in each argument alone: a linear program feeds a tangent to one and a constant to the other)."""
 
+
+def _term(t: Tensor | None, f: Callable[[Tensor], Tensor]) -> Tensor | None:
+    """``f(t)``, or None (a zero tangent) when ``t`` is None."""
+    return None if t is None else f(t)
+
+
+def _plus(*terms: Tensor | None) -> Tensor | None:
+    """The sum of the tangent terms that are not zero (None)."""
+    present = [x for x in terms if x is not None]
+    total = present[0] if present else None
+    for x in present[1:]:
+        total = total + x
+    return total
+
+
+def _zero(p: list[Tensor], t: Sequence[Tensor | None]) -> list[Tensor]:
+    """The tangents with every zero (None) written out, for a rule that needs them all."""
+    return [record("", np.zeros(x.shape), ()) if d is None else d for x, d in zip(p, t)]
+
+
+def _linear_jvp(op: str, p: list[Tensor], t: list[Tensor | None], out: Tensor, params: tuple) -> Tensor:
+    """A linear op's JVP: the op itself, applied to the tangents."""
+    return call_op(op, _zero(p, t), params)
+
+
 JVP: dict[str, Jvp] = {
     **{op: partial(_linear_jvp, op) for op in LINEAR},
-    "mul": lambda p, t, out, params: t[0] * p[1] + p[0] * t[1],
-    "div": lambda p, t, out, params: t[0] / p[1] - t[1] * out / p[1],
-    "pow": lambda p, t, out, params: t[0] * p[1] * p[0] ** (p[1] - 1.0) + t[1] * out * p[0].log(),
-    "matmul": lambda p, t, out, params: t[0] @ p[1] + p[0] @ t[1],
-    "affine": lambda p, t, out, params: t[0] @ p[1] + p[0] @ t[1] + t[2],
+    "mul": lambda p, t, out, params: _plus(_term(t[0], lambda d: d * p[1]), _term(t[1], lambda d: p[0] * d)),
+    "div": lambda p, t, out, params: _plus(_term(t[0], lambda d: d / p[1]), _term(t[1], lambda d: -(d * out / p[1]))),
+    "pow": lambda p, t, out, params: _plus(
+        _term(t[0], lambda d: d * p[1] * p[0] ** (p[1] - 1.0)), _term(t[1], lambda d: d * out * p[0].log())
+    ),
+    "matmul": lambda p, t, out, params: _plus(_term(t[0], lambda d: d @ p[1]), _term(t[1], lambda d: p[0] @ d)),
+    "affine": lambda p, t, out, params: _plus(
+        _term(t[0], lambda d: d @ p[1]),
+        _term(t[1], lambda d: p[0] @ d),
+        _term(t[2], lambda d: d.broadcast_to(out.shape)),
+    ),
     "exp": lambda p, t, out, params: t[0] * out,
     "log": lambda p, t, out, params: t[0] / p[0],
     "sin": lambda p, t, out, params: t[0] * p[0].cos(),
@@ -67,23 +93,26 @@ JVP: dict[str, Jvp] = {
     "relu": lambda p, t, out, params: t[0] * out.sign(),
     "sqrt": lambda p, t, out, params: t[0] / (2.0 * out),
     "abs": lambda p, t, out, params: t[0] * p[0].sign(),
-    "sign": lambda p, t, out, params: t[0] * 0.0,
-    "ge": lambda p, t, out, params: t[0] * 0.0 + t[1] * 0.0,
+    "sign": lambda p, t, out, params: None,
+    "ge": lambda p, t, out, params: None,
+    "detach": lambda p, t, out, params: None,
     "clip": lambda p, t, out, params: t[0] * _mask((p[0]._data >= params[0]) & (p[0]._data <= params[1])),
     "max": _max_jvp,
     "softmax": lambda p, t, out, params: out * (t[0] - (t[0] * out).sum(axis=params[0], keepdims=True)),
     "log_softmax": lambda p, t, out, params: t[0] - (t[0] * out.exp()).sum(axis=params[0], keepdims=True),
 }
-"""op name -> its JVP rule, written with Tensor operations."""
+"""op name -> its JVP rule, written with Tensor operations. A tangent known to be zero (of a
+constant) is None, and a rule leaves its term out: ``0 * log(x)`` would be NaN at ``x <= 0``."""
 
 
 def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor]) -> list[Tensor]:
     """The output tangents of ``program`` at ``primals`` in the directions ``tangents``."""
     values: dict[int, Tensor] = {id(v): record("", x, ()) for v, x in zip(program.inputs, primals)}
-    dots: dict[int, Tensor] = {id(v): t for v, t in zip(program.inputs, tangents)}
+    values.update((id(v), record("", c._data, ())) for v, c in zip(program.constvars, program.consts))
+    dots: dict[int, Tensor | None] = {id(v): t for v, t in zip(program.inputs, tangents)}
 
-    def dot(x: Atom) -> Tensor:
-        return dots[id(x)] if isinstance(x, Var) else record("", np.zeros(x.shape), ())
+    def dot(x: Atom) -> Tensor | None:
+        return dots.get(id(x)) if isinstance(x, Var) else None
 
     for e in program.equations:
         args = [values[id(a)] if isinstance(a, Var) else record("", a, ()) for a in e.args]
@@ -92,14 +121,30 @@ def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor
         rule = JVP.get(e.op)
         if rule is None:
             raise NotImplementedError(f"linearize: op {e.op!r} has no JVP rule: add one to course_lib.linearize.JVP")
-        values[id(e.out)], dots[id(e.out)] = out, rule(args, [dot(a) for a in e.args], out, e.params)
-    return [dot(o) for o in program.outputs]
+        arg_dots = [dot(a) for a in e.args]
+        values[id(e.out)] = out
+        dots[id(e.out)] = None if all(d is None for d in arg_dots) else rule(args, arg_dots, out, e.params)
+    return _zero(
+        [values[id(o)] if isinstance(o, Var) else record("", o, ()) for o in program.outputs],
+        [dot(o) for o in program.outputs],
+    )
+
+
+def _primal(a: Any) -> np.ndarray:
+    if isinstance(a, Tensor):
+        return a._data
+    if isinstance(a, (int, float, np.integer, np.floating)) or (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
+        return np.asarray(a, dtype=np.float64)
+    raise TypeError(
+        f"linearize takes Tensors, real arrays or numbers, one per argument of f; got a {type(a).__name__} "
+        "(a container or a static value: bind it first, e.g. with functools.partial)"
+    )
 
 
 def linearize(f: Callable[..., Any], *args: Any) -> tuple[list[np.ndarray], Program]:
     """``f``'s outputs at ``args`` and its linear program: tangents of the inputs -> tangents of the outputs."""
-    program = make_program(f, *args)
-    primals = [np.asarray(a.data if isinstance(a, Tensor) else a, dtype=np.float64) for a in args]
+    primals = [_primal(a) for a in args]
+    program = make_program(f, *primals)
     linear = make_program(lambda *ts: _tangents(program, primals, list(ts)), *[np.zeros(p.shape) for p in primals])
     return evaluate(program, *primals), linear
 
@@ -109,22 +154,53 @@ def _placeholder(x: Atom) -> Tensor:
     return record("", np.zeros(x.shape), ()) if isinstance(x, Var) else record("", x, ())
 
 
+def _linear_use(e: Any, linear: set[int]) -> bool:
+    """Whether equation ``e`` is linear in the arguments that depend on the program's inputs
+    (``linear``: their ids); raises if it is not linear in them."""
+    uses = [i for i, a in enumerate(e.args) if id(a) in linear]
+    if not uses:
+        return False
+    if e.op in LINEAR or (e.op in ("mul", "matmul") and len(uses) == 1) or (e.op == "div" and uses == [0]):
+        return True
+    if e.op == "affine" and uses != [0, 1] and uses[:2] != [0, 1]:
+        return True
+    raise ValueError(
+        f"transpose needs a linear program, but op {e.op!r} is applied to a value that depends on the inputs "
+        "in a way that is not linear (as jax.linear_transpose, it refuses rather than give a wrong answer)"
+    )
+
+
 def _pulled(cotangents: list[Tensor], linear: Program) -> list[Tensor]:
     """The linear program run backwards: the cotangents of its inputs."""
-    cts: dict[int, Tensor] = {id(o): c for o, c in zip(linear.outputs, cotangents) if isinstance(o, Var)}
+    depends = {id(v) for v in linear.inputs}
+    values: dict[int, Tensor] = {id(v): record("", c._data, ()) for v, c in zip(linear.constvars, linear.consts)}
+    for e in linear.equations:  # forward: which values are linear, and the others' values
+        if _linear_use(e, depends):
+            depends.add(id(e.out))
+        else:
+            values[id(e.out)] = call_op(e.op, [_value(a, values) for a in e.args], e.params)
+    cts: dict[int, Tensor] = {}
+    for o, c in zip(linear.outputs, cotangents):
+        if id(o) in depends:  # an output appearing twice gets both cotangents
+            cts[id(o)] = c if id(o) not in cts else cts[id(o)] + c
     for e in reversed(linear.equations):
         ct = cts.pop(id(e.out), None)
         if ct is None:
             continue
-        args = [_placeholder(a) for a in e.args]
+        args = [record("", np.zeros(a.shape), ()) if id(a) in depends else _value(a, values) for a in e.args]
         out = record("", np.zeros(e.out.shape), ())
         out._parents = tuple(args)  # the matmul rule reads its arguments' shapes from the output's node
         for i, a in enumerate(e.args):
-            if isinstance(a, Var):
+            if id(a) in depends:
                 params = () if e.op in SHAPE_PARAMS else e.params
                 contribution = OPS[e.op].rules[i](ct, out, *args, *params)
                 cts[id(a)] = contribution if id(a) not in cts else cts[id(a)] + contribution
     return [cts.get(id(v), record("", np.zeros(v.shape), ())) for v in linear.inputs]
+
+
+def _value(a: Atom, values: dict[int, Tensor]) -> Tensor:
+    """The value of an argument that does not depend on the inputs (a constant)."""
+    return values[id(a)] if isinstance(a, Var) else record("", a, ())
 
 
 def transpose(linear: Program) -> Program:

@@ -57,7 +57,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (self.requires_grad and _grad_mode.get()):
+            if not (self.requires_grad and _grad_mode.get()) and _tracing.get() is None:
                 return record(op, fn(self._data, other), ())  # no node, so no need to wrap the constant
             other = _lift(other)  # a copy: the caller may change their array later
         return record(op, fn(self._data, other._data), (self, other))
@@ -66,7 +66,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (self.requires_grad and _grad_mode.get()):
+            if not (self.requires_grad and _grad_mode.get()) and _tracing.get() is None:
                 return record(op, fn(other, self._data), ())
             other = _lift(other)  # a copy: the caller may change their array later
         return record(op, fn(other._data, self._data), (other, self))
@@ -117,6 +117,9 @@ class Tensor:
         self._op = ""
         self._params: tuple = ()
         self._retains_grad = False
+        trace = _tracing.get()
+        if trace is not None:
+            trace.created.add(id(self))
 
     # -- values -------------------------------------------------------------------------
     @property
@@ -165,7 +168,11 @@ class Tensor:
     __float__ = item
 
     def detach(self) -> Tensor:
-        """A Tensor with the same values, cut off from the graph (requires no grad)."""
+        """A Tensor with the same values, cut off from the graph (requires no grad).
+        While tracing it is the op ``detach`` (a stop-gradient), so the program reads the values."""
+        trace = _tracing.get()
+        if trace is not None and trace.sees((self,)):
+            return _node(record("", self._data, ()), "detach", (self,), ())
         return record("", self._data, ())
 
     def retain_grad(self) -> Tensor:
@@ -192,6 +199,8 @@ class Tensor:
         :meth:`retain_grad` was called on them. The graph is kept, so calling
         ``backward()`` twice adds the same gradient to the leaves twice.
         """
+        if _tracing.get() is not None:
+            _tracing.get().backward(self)
         if not self.requires_grad:
             raise RuntimeError(
                 "backward() on a Tensor that does not require grad: no input of its computation had "
@@ -353,9 +362,21 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
                 if trace is not None:
                     trace.adopt(out)
                 return out
-    if parents and _tracing.get() is not None:
-        _tracing.get().constant(op, parents)
+    if parents:
+        trace = _tracing.get()
+        if trace is not None and trace.sees(parents):
+            # A traced or closed-over value: the program must compute it, even with recording off.
+            out = _node(out, op, parents, params)
+            if not _grad_mode.get() and any(p.requires_grad for p in parents):
+                out = _node(record("", data, ()), "detach", (out,), ())  # no_grad(): no gradient flows back
     return out
+
+
+def _node(out: Tensor, op: str, parents: tuple[Tensor, ...], params: tuple) -> Tensor:
+    """``out`` made a node of the trace being recorded (see :func:`record`)."""
+    out.requires_grad = True
+    out._parents, out._op, out._params, out._recorded = parents, op, params, _now
+    return _tracing.get().adopt(out)
 
 
 def constant(data: Any) -> Tensor:
@@ -371,6 +392,9 @@ def constant(data: Any) -> Tensor:
     out._version = 0
     out._parents = out._params = ()
     out._op = ""
+    trace = _tracing.get()
+    if trace is not None:
+        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
     return out
 
 
@@ -413,6 +437,8 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
     if isinstance(index, Tensor):
+        if _tracing.get() is not None:
+            _tracing.get().index(index)
         if index._mask:
             return index._data.astype(bool)
         if not np.all(np.mod(index._data, 1) == 0):
@@ -521,8 +547,8 @@ def _backprop(
                 continue  # a constant, or a node that does not lead to what is needed
             on_grad(node, g, id(node) in owned)
             parents = node._parents
-            if not parents:
-                continue
+            if not parents or node._op == "detach":
+                continue  # a leaf, or a stop-gradient (detach() or no_grad() while tracing): no edge back
             op = OPS.get(node._op)
             if op is None:
                 raise NotImplementedError(
@@ -549,8 +575,13 @@ def _backprop(
                     contribution = result
                 else:
                     contribution = _checked(result, i, node)
-                if create_graph and (op.order == 1 or not isinstance(result, Tensor)):
-                    # A rule written with NumPy: its result is right, but it has no graph of its own.
+                if create_graph and (
+                    op.order == 1
+                    or not isinstance(result, Tensor)
+                    or (g.requires_grad and not result.requires_grad and result._data.any())
+                ):
+                    # A rule written with NumPy (a result without graph that is no structural zero):
+                    # its result is right, but it has no graph of its own.
                     contribution = record("first_order", contribution._data, (g,) + parents, (node._op,))
                 previous = grads.get(key)
                 if previous is None:
