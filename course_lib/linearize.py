@@ -12,7 +12,7 @@ for the purpose.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -20,12 +20,12 @@ import numpy as np
 
 from course_lib.program import SHAPE_PARAMS, Atom, Program, Var, call_op, evaluate
 from course_lib.tensor import OPS, Tensor, no_grad, record
-from course_lib.trace import make_program
+from course_lib.trace import Tracer, make_program
 
 __all__ = ["JVP", "LINEAR", "linearize", "transpose"]
 
-Jvp = Callable[[list[Tensor], Any, Tensor, tuple], "Tensor | None"]
-"""A JVP rule: ``rule(primals, tangents, out, params)``, the tangent of the output (None: zero)
+Jvp = Callable[[list[Tensor], list[Tensor], Tensor, tuple], Tensor]
+"""A JVP rule: ``rule(primals, tangents, out, params)``, the tangent of the output
 (linear in the tangents; primals and ``out`` are known values)."""
 
 
@@ -33,10 +33,33 @@ def _mask(condition: np.ndarray) -> Tensor:
     return record("", condition.astype(np.float64), ())
 
 
-def _max_jvp(p: list[Tensor], t: Any, out: Tensor, params: tuple) -> Tensor:
+def _max_jvp(p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
     axis, keepdims = params
     hits = p[0]._data == p[0]._data.max(axis=axis, keepdims=True)
     return (t[0] * _mask(hits / hits.sum(axis=axis, keepdims=True))).sum(axis=axis, keepdims=keepdims)
+
+
+def _linear_jvp(op: str, p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
+    """A linear op's JVP: the op itself, applied to the tangents."""
+    return call_op(op, t, params)
+
+
+def _zero(t: Tensor) -> bool:
+    """Whether a tangent is a known zero (a constant's, made by :func:`_tangents`, not traced)."""
+    return type(t) is not Tracer
+
+
+def _pow_jvp(p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
+    """The base's term, and the exponent's unless its tangent is a known zero: ``0 * log(x)``
+    would be NaN at ``x <= 0``, where ``x ** 2.0`` has the tangent ``2 x``."""
+    base = t[0] * p[1] * p[0] ** (p[1] - 1.0)
+    return base if _zero(t[1]) else base + t[1] * out * p[0].log()
+
+
+def _div_jvp(p: list[Tensor], t: list[Tensor], out: Tensor, params: tuple) -> Tensor:
+    """As for pow: the divisor's term only when its tangent is not a known zero (``0 * inf``)."""
+    numerator = t[0] / p[1]
+    return numerator if _zero(t[1]) else numerator - t[1] * out / p[1]
 
 
 LINEAR = (
@@ -46,44 +69,13 @@ LINEAR = (
 """Ops linear in all their Tensor arguments together (``mul``, ``div`` and ``matmul`` are
 linear in each argument alone: a linear program feeds a tangent to one and a constant to the other)."""
 
-
-def _term(t: Tensor | None, f: Callable[[Tensor], Tensor]) -> Tensor | None:
-    """``f(t)``, or None (a zero tangent) when ``t`` is None."""
-    return None if t is None else f(t)
-
-
-def _plus(*terms: Tensor | None) -> Tensor | None:
-    """The sum of the tangent terms that are not zero (None)."""
-    present = [x for x in terms if x is not None]
-    total = present[0] if present else None
-    for x in present[1:]:
-        total = total + x
-    return total
-
-
-def _zero(p: list[Tensor], t: Sequence[Tensor | None]) -> list[Tensor]:
-    """The tangents with every zero (None) written out, for a rule that needs them all."""
-    return [record("", np.zeros(x.shape), ()) if d is None else d for x, d in zip(p, t)]
-
-
-def _linear_jvp(op: str, p: list[Tensor], t: list[Tensor | None], out: Tensor, params: tuple) -> Tensor:
-    """A linear op's JVP: the op itself, applied to the tangents."""
-    return call_op(op, _zero(p, t), params)
-
-
 JVP: dict[str, Jvp] = {
     **{op: partial(_linear_jvp, op) for op in LINEAR},
-    "mul": lambda p, t, out, params: _plus(_term(t[0], lambda d: d * p[1]), _term(t[1], lambda d: p[0] * d)),
-    "div": lambda p, t, out, params: _plus(_term(t[0], lambda d: d / p[1]), _term(t[1], lambda d: -(d * out / p[1]))),
-    "pow": lambda p, t, out, params: _plus(
-        _term(t[0], lambda d: d * p[1] * p[0] ** (p[1] - 1.0)), _term(t[1], lambda d: d * out * p[0].log())
-    ),
-    "matmul": lambda p, t, out, params: _plus(_term(t[0], lambda d: d @ p[1]), _term(t[1], lambda d: p[0] @ d)),
-    "affine": lambda p, t, out, params: _plus(
-        _term(t[0], lambda d: d @ p[1]),
-        _term(t[1], lambda d: p[0] @ d),
-        _term(t[2], lambda d: d.broadcast_to(out.shape)),
-    ),
+    "mul": lambda p, t, out, params: t[0] * p[1] + p[0] * t[1],
+    "div": _div_jvp,
+    "pow": _pow_jvp,
+    "matmul": lambda p, t, out, params: t[0] @ p[1] + p[0] @ t[1],
+    "affine": lambda p, t, out, params: t[0] @ p[1] + p[0] @ t[1] + t[2],
     "exp": lambda p, t, out, params: t[0] * out,
     "log": lambda p, t, out, params: t[0] / p[0],
     "sin": lambda p, t, out, params: t[0] * p[0].cos(),
@@ -93,26 +85,27 @@ JVP: dict[str, Jvp] = {
     "relu": lambda p, t, out, params: t[0] * out.sign(),
     "sqrt": lambda p, t, out, params: t[0] / (2.0 * out),
     "abs": lambda p, t, out, params: t[0] * p[0].sign(),
-    "sign": lambda p, t, out, params: None,
-    "ge": lambda p, t, out, params: None,
-    "detach": lambda p, t, out, params: None,
+    "sign": lambda p, t, out, params: t[0] * 0.0,
+    "ge": lambda p, t, out, params: t[0] * 0.0 + t[1] * 0.0,
+    "detach": lambda p, t, out, params: t[0] * 0.0,
     "clip": lambda p, t, out, params: t[0] * _mask((p[0]._data >= params[0]) & (p[0]._data <= params[1])),
     "max": _max_jvp,
     "softmax": lambda p, t, out, params: out * (t[0] - (t[0] * out).sum(axis=params[0], keepdims=True)),
     "log_softmax": lambda p, t, out, params: t[0] - (t[0] * out.exp()).sum(axis=params[0], keepdims=True),
 }
-"""op name -> its JVP rule, written with Tensor operations. A tangent known to be zero (of a
-constant) is None, and a rule leaves its term out: ``0 * log(x)`` would be NaN at ``x <= 0``."""
+"""op name -> its JVP rule, written with Tensor operations."""
 
 
 def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor]) -> list[Tensor]:
-    """The output tangents of ``program`` at ``primals`` in the directions ``tangents``."""
+    """The output tangents of ``program`` at ``primals`` in the directions ``tangents``
+    (a closed-over Tensor is a constant: its tangent is zero)."""
     values: dict[int, Tensor] = {id(v): record("", x, ()) for v, x in zip(program.inputs, primals)}
     values.update((id(v), record("", c._data, ())) for v, c in zip(program.constvars, program.consts))
-    dots: dict[int, Tensor | None] = {id(v): t for v, t in zip(program.inputs, tangents)}
+    dots: dict[int, Tensor] = {id(v): t for v, t in zip(program.inputs, tangents)}
 
-    def dot(x: Atom) -> Tensor | None:
-        return dots.get(id(x)) if isinstance(x, Var) else None
+    def dot(x: Atom) -> Tensor:
+        known = dots.get(id(x)) if isinstance(x, Var) else None
+        return record("", np.zeros(x.shape), ()) if known is None else known
 
     for e in program.equations:
         args = [values[id(a)] if isinstance(a, Var) else record("", a, ()) for a in e.args]
@@ -121,13 +114,8 @@ def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor
         rule = JVP.get(e.op)
         if rule is None:
             raise NotImplementedError(f"linearize: op {e.op!r} has no JVP rule: add one to course_lib.linearize.JVP")
-        arg_dots = [dot(a) for a in e.args]
-        values[id(e.out)] = out
-        dots[id(e.out)] = None if all(d is None for d in arg_dots) else rule(args, arg_dots, out, e.params)
-    return _zero(
-        [values[id(o)] if isinstance(o, Var) else record("", o, ()) for o in program.outputs],
-        [dot(o) for o in program.outputs],
-    )
+        values[id(e.out)], dots[id(e.out)] = out, rule(args, [dot(a) for a in e.args], out, e.params)
+    return [dot(o) for o in program.outputs]
 
 
 def _primal(a: Any) -> np.ndarray:

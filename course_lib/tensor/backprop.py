@@ -1,7 +1,7 @@
 """The backward sweep of the Tensor engine: walk a recorded graph from an output, child
 before parent, and pull the gradient back through every node with the op table's VJP
-rules. ``Tensor.backward`` (installed here) adds the results into the leaves' ``.grad``;
-:mod:`course_lib.tensor.autograd` returns them instead.
+rules. ``Tensor.backward`` (installed here, with the sweep as ``core._backprop``) adds the
+results into the leaves' ``.grad``; :mod:`course_lib.tensor.autograd` returns them instead.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from course_lib.tensor import core
 from course_lib.tensor.arrays import real_array
 from course_lib.tensor.core import Tensor, _lift, record
 from course_lib.tensor.grad_mode import _tracing, set_grad_enabled
@@ -25,7 +26,7 @@ _parents_of = attrgetter("_parents")
 
 def backward(output: Tensor, grad: Any = None) -> None:
     """What :meth:`~course_lib.tensor.Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
-    _backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
+    core._backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
 
 
 def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
@@ -188,4 +189,5 @@ def _backward_method(self: Tensor, grad: Any = None) -> None:
 
 
 Tensor.backward = _backward_method
+core._backprop = _backprop  # where backward() finds the sweep (chapter 10 wraps it there to count sweeps)
 _backward_method.__name__, _backward_method.__qualname__ = "backward", "Tensor.backward"

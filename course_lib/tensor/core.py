@@ -26,7 +26,6 @@ values after that, ``backward()`` raises instead of using them, as PyTorch does
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,8 @@ _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _now = 0
 """The clock of value changes: bumped by every ``t.data = ...``; a node records its value when created."""
-_parents_of = attrgetter("_parents")
+_backprop: Callable[..., None]
+"""The backward sweep, installed by ``course_lib.tensor.backprop`` (as the ``backward`` method is)."""
 
 
 # ----------------------------------------------------------------------------- Tensor
