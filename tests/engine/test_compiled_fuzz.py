@@ -15,7 +15,8 @@ maybe twice, and a ``None``. Properties, each on a fresh draw:
 - ``vmap(f) ==`` a loop over the examples, for every ``in_axes``, and nested;
 - ``vmap(grad(loss)) ==`` the per-example loop of ``grad``;
 - ``transpose(linearize(loss))`` applied to 1 == the gradient;
-- ``simplify`` keeps every value of the traced program bit for bit.
+- ``simplify`` keeps every value of the traced program bit for bit;
+- the value and gradient of ``jit(loss)`` match JAX's (the same program written with ``jax.numpy``).
 
 The normal run draws a few dozen programs; ``make fuzz`` (``FUZZ_EXAMPLES=...``) many more.
 """
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,6 +174,11 @@ _INDEX_OPS: dict[str, Callable[[Tensor], Tensor]] = {
 }
 
 
+def _static(name: str, v: Any, s: float) -> Any:
+    """``v`` combined with the static number ``s`` (for Tensors and JAX arrays alike)."""
+    return {"mul": lambda: v * s, "add": lambda: v + s, "rsub": lambda: s - v, "div": lambda: v / (s * s + 1.0)}[name]()
+
+
 def _where(a: Tensor, b: Tensor) -> Tensor:
     shape = np.broadcast_shapes(a.shape, b.shape)
     return where(np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0, a, b)
@@ -189,10 +196,7 @@ def build(spec: dict[str, Any], consts: list[Tensor]) -> Callable[..., Any]:
             elif kind == "binary":
                 out = BINARY[name](values[a], values[step[3]])
             elif kind == "static":
-                v, s = values[a], step[3]
-                out = {"mul": lambda: v * s, "add": lambda: v + s, "rsub": lambda: s - v, "div": lambda: v / (s * s + 1.0)}[
-                    name
-                ]()
+                out = _static(name, values[a], step[3])
             elif kind == "reduce":
                 out = _reduce(name, step[3], step[4])(values[a])
             elif kind == "shape":
@@ -338,3 +342,103 @@ def test_transpose_of_linearize_is_the_gradient(spec: dict[str, Any], seed: int)
         pulled = evaluate(transpose(linear), np.array(1.0))
         eager = grad(loss, argnum=(0, 1))(x, y)
         assert all(close(a, b) for a, b in zip(pulled, eager)), spec
+
+
+def jax_function(spec: dict[str, Any], consts: list[np.ndarray]) -> Callable[..., Any]:
+    """``loss_of(build(spec, ...))`` written with JAX, op for op (``stop_gradient`` for detach and no_grad)."""
+    jax = pytest.importorskip("jax")
+    jnp, lax = jax.numpy, jax.lax
+    unary = {
+        "neg": lambda a: -a,
+        "exp": lambda a: jnp.exp(jnp.tanh(a)),
+        "log": lambda a: jnp.log(jnp.abs(a) + 1.0),
+        "sqrt": lambda a: jnp.sqrt(jnp.abs(a) + 0.5),
+        "sin": jnp.sin,
+        "cos": jnp.cos,
+        "tanh": jnp.tanh,
+        "sigmoid": jax.nn.sigmoid,
+        "relu": lambda a: jnp.maximum(a, 0.0),
+        "abs": jnp.abs,
+        "sign": lambda a: lax.stop_gradient(jnp.sign(a)) * a,
+        "clip": lambda a: jnp.clip(a, -0.5, 0.7),
+        "square": lambda a: a**2.0,
+        "detach": lambda a: lax.stop_gradient(a) * a,
+        "no_grad": lambda a: a + lax.stop_gradient(a * 3.0),
+        "identity_mul": lambda a: a * 1.0,
+    }
+    binary = {
+        "add": lambda a, b: a + b,
+        "sub": lambda a, b: a - b,
+        "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / (b * b + 1.0),
+        "ge": lambda a, b: lax.stop_gradient((a >= b).astype(a.dtype)) * a + b,
+        "pow": lambda a, b: (a * a + 0.5) ** jnp.tanh(b),
+    }
+
+    def reduce(a: Any, kind: str, axis: Any, keepdims: bool) -> Any:
+        ax = axis if axis is None or a.ndim > 0 else None
+        if isinstance(ax, tuple):
+            ax = tuple(x for x in ax if -a.ndim <= x < a.ndim) or None
+        elif ax is not None and not -a.ndim <= ax < a.ndim:
+            ax = None
+        if kind in ("softmax", "log_softmax"):
+            return getattr(jax.nn, kind)(a, axis=-1 if ax is None or isinstance(ax, tuple) else ax) if a.ndim else a
+        return getattr(jnp, kind)(a, axis=ax, keepdims=keepdims)
+
+    shape_ops = {
+        "T": lambda a: a.T,
+        "reshape": lambda a: a.reshape(-1),
+        "broadcast": lambda a: jnp.broadcast_to(a, (2,) + a.shape) if a.ndim < 3 else a,
+    }
+    index_ops = {
+        "first": lambda a: a[0] if a.ndim else a,
+        "last": lambda a: a[..., -1:] if a.ndim else a,
+        "mask": lambda a: a[np.arange(a.shape[-1]) % 2 == 0] if a.ndim == 1 else a,
+        "pick": lambda a: a[np.array([0, 0])] if a.ndim else a,
+    }
+
+    def loss(x: Any, y: Any) -> Any:
+        values = [x, y, *map(jnp.asarray, consts)]
+        for step in spec["steps"]:
+            kind, name, a = step[:3]
+            v = values[a]
+            if kind == "unary":
+                out = unary[name](v)
+            elif kind == "binary":
+                out = binary[name](v, values[step[3]])
+            elif kind == "static":
+                out = _static(name, v, step[3])
+            elif kind == "reduce":
+                out = reduce(v, name, step[3], step[4])
+            elif kind == "shape":
+                out = shape_ops[name](v)
+            elif kind == "index":
+                out = index_ops[name](v)
+            else:
+                b = values[step[3]]
+                shape = jnp.broadcast_shapes(v.shape, b.shape)
+                out = jnp.where(np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0, v, b)
+            values.append(out)
+        outs = [values[i] for i in spec["outputs"]]
+        outs = [*outs, outs[0]] if spec["repeat"] else outs
+        return sum(((o * (k + 1.0)).sum() for k, o in enumerate(outs)), (x * 0.0).sum() + (y * 0.0).sum())
+
+    return loss
+
+
+@FUZZ
+@given(programs(), st.integers(0, 2**32 - 1))
+def test_jit_and_grad_agree_with_jax(spec: dict[str, Any], seed: int) -> None:
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(seed)
+    consts = make_consts(spec, rng)
+    loss = loss_of(build(spec, consts))
+    x, y = draw_inputs(rng)
+    with np.errstate(all="ignore"):
+        reference = jax_function(spec, [c.data for c in consts])
+        value, grads = jax.value_and_grad(reference, argnums=(0, 1))(x, y)
+        with no_grad():
+            assert close(jit(loss)(x, y), np.asarray(value)), spec
+        ours = grad(jit(loss), argnum=(0, 1))(x, y)
+        assert all(close(a, np.asarray(b)) for a, b in zip(ours, grads)), spec
