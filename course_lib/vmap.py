@@ -162,6 +162,56 @@ def _shared(program: Program, inputs: list[Tensor], flags: list[bool]) -> list[T
     return run(program, unbatched + program.captured)
 
 
+def _by_value(args: tuple, axes: Sequence[Any]) -> list[np.ndarray]:
+    """The examples grouped by the values of the batched integer and boolean arrays (class
+    labels): static to tracing, so each group gets a program of its own. One group if none."""
+    keys: list[list[bytes]] = []
+    size = 0
+    for arg, axis in zip(args, axes):
+        for leaf in flatten(arg)[0] if axis is not None else []:
+            if isinstance(leaf, np.ndarray) and not is_traced(leaf):
+                if not -leaf.ndim <= axis < leaf.ndim:
+                    raise ValueError(f"vmap: in_axes {axis} is out of range for an argument of shape {leaf.shape}")
+                rows = np.moveaxis(leaf, axis, 0)
+                size = len(rows)
+                keys.append([row.tobytes() for row in rows])
+    if not keys or size == 0:
+        return [np.arange(size)]
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(*keys)):
+        groups.setdefault(key, []).append(i)
+    return [np.array(members) for members in groups.values()]
+
+
+def _grouped(batched_f: Callable[..., Any], args: tuple, axes: Sequence[Any], groups: list[np.ndarray]) -> Any:
+    """``batched_f`` run on each group of examples, the results put back in the examples' order."""
+    size = sum(len(g) for g in groups)
+    results, structure = [], None
+    for rows in groups:
+
+        def pick(leaf: Any, axis: int, rows: np.ndarray = rows) -> Any:
+            if isinstance(leaf, Tensor):
+                return _moved(leaf, axis, 0)[rows] if axis % leaf.ndim else leaf[rows]
+            return np.take(leaf, rows, axis=axis) if isinstance(leaf, np.ndarray) else leaf
+
+        picked = []
+        for arg, axis in zip(args, axes):
+            leaves, arg_structure = flatten(arg)
+            picked.append(arg if axis is None else unflatten(arg_structure, [pick(x, axis) for x in leaves]))
+        leaves, structure = flatten(batched_f(*picked), static=lambda x: not isinstance(x, Tensor))
+        results.append(leaves)
+    outs = []
+    for k, first in enumerate(results[0]):
+        if first.shape[:1] != (len(groups[0]),):  # out_axes moved the batch axis: put it back first
+            raise ValueError("vmap: integer arrays carrying a batch need out_axes=0")
+        total = None
+        for rows, leaves in zip(groups, results):
+            part = call_op("scatter_add", [leaves[k]], ((rows,), (size,) + leaves[k].shape[1:]))
+            total = part if total is None else total + part
+        outs.append(total)
+    return unflatten(structure, outs)
+
+
 def _moved(x: Tensor, source: int, destination: int) -> Tensor:
     """``x`` with axis ``source`` moved to ``destination`` (a transpose)."""
     axes = list(range(x.ndim))
@@ -175,8 +225,9 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
     ``in_axes``: for every argument, the axis of its batch (an int) or ``None`` (shared by
     every example); one int or None applies to all. ``out_axes``: where the batch axis goes
     in each result (an int for all, or None for results shared by every example).
-    Arguments may be containers of Tensors and float arrays; integer arrays cannot carry a
-    batch (they are static to tracing). Tensors ``f`` closes over are shared by every
+    Arguments may be containers of Tensors and float arrays. Integer and boolean arrays (class
+    labels) are static to tracing: a batch of them is split into groups of equal values, each
+    with a program of its own, and the results are put back in order. Tensors ``f`` closes over are shared by every
     example and stay in the graph: gradients reach them.
     """
 
@@ -198,18 +249,17 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
         axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but the function got {len(args)} arguments")
+        groups = _by_value(args, axes)
+        if len(groups) > 1:
+            return _grouped(batched_f, args, axes, groups)
         examples, inputs, flags, sizes = [], [], [], set()
         for arg, axis in zip(args, axes):
             leaves, structure = flatten(arg)
             example = []
             for leaf in leaves:
-                if not is_traced(leaf):
-                    if axis is not None and isinstance(leaf, np.ndarray):
-                        raise TypeError(
-                            "vmap: an integer or boolean array cannot carry a batch (it is static to tracing); "
-                            "pass floats (e.g. one-hot labels) or in_axes=None"
-                        )
-                    example.append(leaf)
+                if not is_traced(leaf):  # static; a batched integer array has one value here (see _by_value)
+                    batched_int = axis is not None and isinstance(leaf, np.ndarray)
+                    example.append(np.take(leaf, 0, axis=axis) if batched_int else leaf)
                     continue
                 x = leaf if isinstance(leaf, Tensor) else record("", np.asarray(leaf, dtype=np.float64), ())
                 if axis is not None:

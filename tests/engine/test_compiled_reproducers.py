@@ -186,3 +186,18 @@ def test_17_grad_of_jit_is_grad_bit_for_bit() -> None:
 
     x = np.linspace(-3.0, 3.0, 7)
     assert np.array_equal(grad(jit(f))(x).data, grad(f)(x).data)
+
+
+def test_16_vmap_batches_integer_labels_by_value() -> None:
+    def loss(w: Tensor, x: Tensor, label: np.ndarray) -> Tensor:
+        return -(x @ w).log_softmax()[label]
+
+    rng = np.random.default_rng(0)
+    w, xs, labels = rng.normal(size=(4, 3)), rng.normal(size=(6, 4)), np.array([0, 2, 1, 2, 0, 0])
+    loop = np.stack([grad(loss)(w, xs[i], labels[i]).data for i in range(6)])
+    per_example = vmap(grad(loss), in_axes=(None, 0, 0))
+    assert np.array_equal(per_example(w, xs, labels).data, loop)
+    assert np.array_equal(jit(per_example)(w, xs, labels).data, loop)
+    assert np.array_equal(
+        vmap(loss, in_axes=(None, 0, 0))(w, xs, labels).data, [loss(w, Tensor(x), k).data for x, k in zip(xs, labels)]
+    )

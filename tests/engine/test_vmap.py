@@ -146,8 +146,14 @@ def test_vmap_errors() -> None:
         vmap(lambda x, y: x + y)(np.ones((2, 3)), np.ones((3, 3)))
     with pytest.raises(ValueError, match="in_axes has 1 entries"):
         vmap(lambda x, y: x + y, in_axes=(0,))(np.ones(2), np.ones(2))
-    with pytest.raises(TypeError, match="cannot carry a batch"):
-        vmap(lambda x, labels: cross_entropy(x, labels))(np.ones((2, 1, 3)), np.zeros((2, 1), dtype=int))
+    with pytest.raises(ValueError, match="in_axes 2 is out of range"):
+        vmap(lambda x, labels: cross_entropy(x, labels), in_axes=(0, 2))(np.ones((2, 1, 3)), np.zeros((2, 1), int))
+
+
+def test_integer_labels_carry_a_batch_one_program_per_value() -> None:
+    logits, labels = np.arange(12.0).reshape(4, 1, 3) / 7.0, np.array([[0], [2], [0], [1]])
+    batched = vmap(lambda x, k: cross_entropy(x, k))(logits, labels)
+    assert np.array_equal(batched.data, [cross_entropy(Tensor(x), k).data for x, k in zip(logits, labels)])
 
 
 def test_integrated_gradients_with_the_path_points_batched_by_vmap() -> None:
