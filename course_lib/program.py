@@ -150,6 +150,10 @@ def call_op(op: str, args: Sequence[Tensor], params: tuple) -> Tensor:
         raise NotImplementedError(f"op {op!r} has no forward in the op table, so a program cannot run it")
     if op == "stack":
         return row.call(*args, axis=params[0])
+    if op in SHAPE_PARAMS and args[0].shape == params[0]:
+        # Recorded, so the eager call made a node (reshape(-1) to the same shape): make one too, or a
+        # replayed graph would add up its gradients in another order.
+        return record(op, args[0]._data, (args[0],))
     return row.call(*args, *params)
 
 

@@ -201,3 +201,17 @@ def test_16_vmap_batches_integer_labels_by_value() -> None:
     assert np.array_equal(
         vmap(loss, in_axes=(None, 0, 0))(w, xs, labels).data, [loss(w, Tensor(x), k).data for x, k in zip(xs, labels)]
     )
+
+
+def test_found_by_the_fuzzer_a_reshape_to_the_same_shape_is_replayed_as_a_node() -> None:
+    """grad(jit(f)) replays f's program; reshape(-1) of a vector made a node eagerly but not in
+    the replay, so the gradients reaching y were added in another order (off in the last bit)."""
+
+    def loss(x: Tensor, y: Tensor) -> Tensor:
+        h = y.reshape(-1)
+        return (y * 0.0).sum() + h.sum() + ((x / (y * y + 1.0)) * 2.0).sum() + (h * 3.0).sum()
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(2, 3)), rng.normal(size=3)
+    for ours, eager in zip(grad(jit(loss), argnum=(0, 1))(x, y), grad(loss, argnum=(0, 1))(x, y)):
+        assert np.array_equal(ours.data, eager.data)
