@@ -83,7 +83,12 @@ def _log_softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str])
 
 
 def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    return [f"{out} = np.zeros({lit(e.params[1])})", f"np.add.at({out}, {lit(e.params[0])}, {a[0]})"]
+    index, shape = e.params
+    hits = np.zeros(shape)
+    np.add.at(hits, index, 1.0)
+    if hits.max(initial=0.0) <= 1.0:  # no position twice: an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
+        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{lit(index)}] = {a[0]} + 0.0"]
+    return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, {lit(index)}, {a[0]})"]
 
 
 NUMPY: dict[str, Emit] = {
