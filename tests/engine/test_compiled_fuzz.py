@@ -41,7 +41,7 @@ from course_lib.tensor import Tensor, no_grad, where
 from course_lib.trace import make_program
 from course_lib.vmap import vmap
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
