@@ -250,7 +250,7 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     then the arrays go to the compiled code and its results come back as Tensors. Without
     it, a call builds the signature and looks it up. None where the arguments are not
     simple enough (dicts, other dtypes, unusual static values). Closed-over Tensors are read
-    afresh (their shapes checked, and that they require no grad)."""
+    afresh (their shapes checked, and that they require no grad or recording is off)."""
     result, statics = _result_expression(entry.structure)
     if result is None:
         return None
@@ -296,7 +296,7 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         return None
     for c in entry.program.consts:
         at = name(c)
-        conditions.append(f"not {at}.requires_grad and {at}._data.shape == {c.shape!r}")
+        conditions.append(f"(not {at}.requires_grad or not G()) and {at}._data.shape == {c.shape!r}")
         arrays.append(f"{at}._data")
     unpack = f"    {', '.join(parameters)}, = args\n" if args else ""
     source = (
@@ -304,7 +304,8 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         f"    if not ({' and '.join(conditions) or 'True'}):\n        return MISS\n"
         f"    r = compiled({', '.join(arrays)})\n    return {result}\n"
     )
-    namespace = {"Tensor": Tensor, "T": constant, "S": statics, "A": np.ndarray, "F": _FLOAT64, "MISS": MISS, **names}
+    namespace: dict[str, Any] = {"Tensor": Tensor, "T": constant, "S": statics, "G": is_grad_enabled}
+    namespace.update(A=np.ndarray, F=_FLOAT64, MISS=MISS, **names)
     namespace["compiled"] = entry.function
     exec(compile(source, "<jit guards>", "exec"), namespace)
     return namespace["fast"]

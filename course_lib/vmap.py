@@ -201,9 +201,7 @@ def _grouped(batched_f: Callable[..., Any], args: tuple, axes: Sequence[Any], gr
         leaves, structure = flatten(batched_f(*picked), static=lambda x: not isinstance(x, Tensor))
         results.append(leaves)
     outs = []
-    for k, first in enumerate(results[0]):
-        if first.shape[:1] != (len(groups[0]),):  # out_axes moved the batch axis: put it back first
-            raise ValueError("vmap: integer arrays carrying a batch need out_axes=0")
+    for k in range(len(results[0])):
         total = None
         for rows, leaves in zip(groups, results):
             part = call_op("scatter_add", [leaves[k]], ((rows,), (size,) + leaves[k].shape[1:]))
@@ -251,6 +249,11 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but the function got {len(args)} arguments")
         groups = _by_value(args, axes)
         if len(groups) > 1:
+            if out_axes != 0:
+                raise ValueError(
+                    "vmap: integer or boolean arrays carrying a batch split it by value, which needs out_axes=0; "
+                    "move the batch axis of the results afterwards"
+                )
             return _grouped(batched_f, args, axes, groups)
         examples, inputs, flags, sizes = [], [], [], set()
         for arg, axis in zip(args, axes):

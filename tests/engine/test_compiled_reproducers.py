@@ -215,3 +215,14 @@ def test_found_by_the_fuzzer_a_reshape_to_the_same_shape_is_replayed_as_a_node()
     x, y = rng.normal(size=(2, 3)), rng.normal(size=3)
     for ours, eager in zip(grad(jit(loss), argnum=(0, 1))(x, y), grad(loss, argnum=(0, 1))(x, y)):
         assert np.array_equal(ours.data, eager.data)
+
+
+def test_a_closed_over_parameter_under_no_grad_takes_the_guarded_call_and_sees_new_values() -> None:
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    f = jit(lambda x: x * w)
+    with no_grad():
+        for k in range(3):
+            w.data = [1.0 + k, 2.0]
+            assert f(np.ones(2)).data.tolist() == [1.0 + k, 2.0]
+        assert f.fast is not None and f.fast(np.ones(2)).data.tolist() == [3.0, 2.0]
+    assert f(np.ones(2)).requires_grad  # recording on: the program runs on the eager engine, for gradients
