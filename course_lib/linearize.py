@@ -119,13 +119,14 @@ def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor
 
 
 def _primal(a: Any) -> np.ndarray:
+    """An argument of :func:`linearize` as the float64 array it is linearised at."""
     if isinstance(a, Tensor):
         return a._data
-    if isinstance(a, (int, float, np.integer, np.floating)) or (isinstance(a, np.ndarray) and a.dtype.kind in "biuf"):
+    if isinstance(a, (float, np.floating)) or (isinstance(a, np.ndarray) and a.dtype.kind == "f"):
         return np.asarray(a, dtype=np.float64)
     raise TypeError(
-        f"linearize takes Tensors, real arrays or numbers, one per argument of f; got a {type(a).__name__} "
-        "(a container or a static value: bind it first, e.g. with functools.partial)"
+        f"linearize takes Tensors, float arrays or floats, one per argument of f; got a {type(a).__name__} "
+        "(a container, or a static value such as an int: bind it first, e.g. linearize(partial(f, n=3), x))"
     )
 
 

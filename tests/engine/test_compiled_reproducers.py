@@ -152,8 +152,10 @@ def test_14_jit_takes_array_subclasses_and_linearize_takes_numbers() -> None:
     assert jit(lambda x: x * 2.0)(masked).data.tolist() == [2.0, 4.0]
     (value,), linear = linearize(lambda x: x * x, 3.0)
     assert value == 9.0 and evaluate(linear, np.array(1.0))[0] == 6.0
-    with pytest.raises(TypeError, match="linearize takes Tensors"):
+    with pytest.raises(TypeError, match="linearize takes Tensors.*a tuple"):
         linearize(lambda p: p[0] * p[1], (np.ones(2), np.ones(2)))
+    with pytest.raises(TypeError, match="static value such as an int.*partial"):
+        linearize(lambda x, n: x * float(n), np.ones(2), 3)
 
 
 def test_14_vmap_refuses_what_it_cannot_batch_clearly() -> None:
