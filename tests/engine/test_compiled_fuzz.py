@@ -4,8 +4,9 @@ eagerly and through jit, grad, vmap, linearize/transpose and the passes, must ag
 A program is a list of steps over a growing list of values: the two arguments ``x`` (2, 3)
 and ``y`` (3,), Tensors the function closes over (requiring grad or not, ones, zeros,
 equal to each other) and every step's result. Steps are ops of the table with operands
-whose shapes broadcast, axes (negative, tuples, keepdims), static numbers (-0.0 and NaN
-among them), ``detach`` and ``no_grad``; the function returns some values, one of them
+whose shapes broadcast (or multiply, for matmul and affine), axes (negative, tuples,
+keepdims), static numbers (-0.0 and NaN among them), ``detach`` and ``no_grad``; the
+function returns some values, one of them
 maybe twice, and a ``None``. Properties, each on a fresh draw:
 
 - ``jit(f) == f`` bit for bit, at a first call and at a second one with new arguments and
@@ -37,7 +38,7 @@ from course_lib.jit import jit
 from course_lib.linearize import linearize, transpose
 from course_lib.passes import simplify
 from course_lib.program import evaluate
-from course_lib.tensor import Tensor, no_grad, where
+from course_lib.tensor import Tensor, affine, no_grad, stack, where
 from course_lib.trace import make_program
 from course_lib.vmap import vmap
 
@@ -77,6 +78,9 @@ BINARY: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "div": lambda a, b: a / (b * b + 1.0),
     "ge": lambda a, b: a.ge(b) * a + b,
     "pow": lambda a, b: (a * a + 0.5) ** (b.tanh()),
+    "matmul": lambda a, b: a @ b,
+    "affine": lambda a, b: affine(a, b, b.mean()),
+    "stack": lambda a, b: stack([a, a * b], axis=-1),
 }
 
 
@@ -102,9 +106,10 @@ def _reduce(kind: str, axis: Any, keepdims: bool) -> Callable[[Tensor], Tensor]:
 
 def _shape_of(f: Callable[..., Tensor], *shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     try:
-        return f(*(Tensor(np.ones(s)) for s in shapes)).shape
+        shape = f(*(Tensor(np.ones(s)) for s in shapes)).shape
     except (ValueError, IndexError, TypeError):
         return None
+    return shape if len(shape) <= 3 else None  # keep the programs small
 
 
 @st.composite
@@ -373,6 +378,9 @@ def jax_function(spec: dict[str, Any], consts: list[np.ndarray]) -> Callable[...
         "div": lambda a, b: a / (b * b + 1.0),
         "ge": lambda a, b: lax.stop_gradient((a >= b).astype(a.dtype)) * a + b,
         "pow": lambda a, b: (a * a + 0.5) ** jnp.tanh(b),
+        "matmul": lambda a, b: a @ b,
+        "affine": lambda a, b: a @ b + b.mean(),
+        "stack": lambda a, b: jnp.stack([a, a * b], axis=-1),
     }
 
     def reduce(a: Any, kind: str, axis: Any, keepdims: bool) -> Any:
