@@ -40,7 +40,7 @@ JOBS          ?= 2
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test test-engine execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
+.PHONY: book test test-engine fuzz execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
         nodejs mathjax release roster autograde report similarity lint \
         configure lock dist publish instructor-only clean help
 
@@ -48,6 +48,7 @@ help:
 	@echo "make book   - set up (first run) and build the book into _build/html"
 	@echo "make test-engine - the inner loop: engine and book-number tests (no services; under 2 minutes)"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
+	@echo "make fuzz [FUZZ_EXAMPLES=2000] - the compiled path's differential fuzzer, many programs (not in the quick loop)"
 	@echo "make setup-browser - Chromium, Selenium and axe-core for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
 	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
@@ -173,6 +174,13 @@ ENGINE_TESTS := tests/engine $(wildcard tests/book/test_numbers_*.py) tests/book
 test-engine: instructor-only setup $(ORACLE_STAMP)
 	@echo "==> test-engine: engine and book-number tests on $(JOBS) workers"
 	@time OMP_NUM_THREADS=1 $(PY) -m pytest $(ENGINE_TESTS) -n $(JOBS) -q -rfEs
+
+# The compiled path's differential fuzzer (tests/engine/test_compiled_fuzz.py) with many
+# programs per property instead of make test's few dozen: not part of the quick loop.
+FUZZ_EXAMPLES ?= 2000
+fuzz: instructor-only setup $(ORACLE_STAMP)
+	@echo "==> fuzz: $(FUZZ_EXAMPLES) random programs per property against the eager engine"
+	@time FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OMP_NUM_THREADS=1 $(PY) -m pytest tests/engine/test_compiled_fuzz.py -n $(JOBS) -q -rfEs
 
 # ruff (lint and format) and mypy, configured in pyproject.toml, then the GitHub Actions
 # workflows: this repository's CI and the book workflow `make publish` gives the public tree

@@ -162,7 +162,7 @@ def jvp(
                     f"jvp: tangent {k} has shape {t.shape} but primal {k} has shape {x.shape}; they must match"
                 )
         y = _output(f(*inputs), "jvp")
-        u = Tensor(np.zeros(y.shape), requires_grad=True)
+        u = Tensor(np.ones(y.shape), requires_grad=True)  # any value: J v does not depend on it
         cotangents = gradients(y, inputs, seed=u, create_graph=True, allow_unused=allow_unused)  # J_k^T u
         pairing = sum((c * t).sum() for c, t in zip(cotangents, directions))  # sum_k <J_k^T u, t_k>, linear in u
         # A pairing without u means J^T u is structurally zero (x ** 0): J v is zeros, as grad gives.

@@ -18,7 +18,8 @@ from course_lib.passes import simplify
 from course_lib.program import Atom, Equation, Program, Var, run, show
 from course_lib.tensor import Tensor, is_grad_enabled
 from course_lib.tensor.core import constant
-from course_lib.trace import Tracer, flatten, is_traced, trace, unflatten
+from course_lib.tensor.grad_mode import _tracing
+from course_lib.trace import Static, flatten, is_traced, trace, unflatten
 
 __all__ = ["jit", "Jitted", "compile_program", "NUMPY"]
 
@@ -54,7 +55,8 @@ def _reduce(fn: str) -> Emit:
 
 
 def _affine(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    product, bias = e.out.shape, e.args[2].shape
+    product = np.matmul(np.empty(e.args[0].shape), np.empty(e.args[1].shape)).shape
+    bias = e.args[2].shape
     if product and np.broadcast_shapes(product, bias) == product:  # as affine(): the bias added in place
         return [f"{out} = np.matmul({a[0]}, {a[1]})", f"{out} += {a[2]}"]
     return [f"{out} = np.matmul({a[0]}, {a[1]}) + {a[2]}"]
@@ -81,7 +83,12 @@ def _log_softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str])
 
 
 def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    return [f"{out} = np.zeros({lit(e.params[1])})", f"np.add.at({out}, {lit(e.params[0])}, {a[0]})"]
+    index, shape = e.params
+    hits = np.zeros(shape)
+    np.add.at(hits, index, 1.0)
+    if hits.max(initial=0.0) <= 1.0:  # no position twice: an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
+        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{lit(index)}] = {a[0]} + 0.0"]
+    return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, {lit(index)}, {a[0]})"]
 
 
 NUMPY: dict[str, Emit] = {
@@ -104,12 +111,13 @@ NUMPY: dict[str, Emit] = {
     "getitem": lambda out, a, e, lit: [f"{out} = {a[0]}[{lit(e.params[0])}]"],
     "scatter_add": _scatter_add,
     "identity": lambda out, a, e, lit: [f"{out} = {a[0]}"],
+    "detach": lambda out, a, e, lit: [f"{out} = {a[0]}"],
     "stack": lambda out, a, e, lit: [f"{out} = np.stack([{', '.join(a)}], axis={e.params[0]})"],
 }
 """op name -> its NumPy rule (the op's forward, as lines of Python)."""
 
 
-VIEWS = ("identity", "reshape", "transpose", "broadcast_to", "getitem")
+VIEWS = ("identity", "detach", "reshape", "transpose", "broadcast_to", "getitem")
 """Ops whose NumPy rule may return a view of its argument."""
 
 
@@ -139,7 +147,7 @@ def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[
             return x.name
         return repr(float(x)) if x.shape == () and math.isfinite(float(x)) else lit(x)
 
-    lines = [f"def {name}({', '.join(v.name for v in program.inputs)}):"]
+    lines = [f"def {name}({', '.join(v.name for v in program.inputs + program.constvars)}):"]
     reusable = _reusable(program)
     for k, e in enumerate(program.equations):
         rule = NUMPY.get(e.op)
@@ -150,7 +158,7 @@ def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[
             code[-1] = f"{code[-1][:-1]}, out={reusable[k]})"
         lines += ["    " + line for line in code]
     # A result that may share memory with an input array is copied: the caller may change their array later.
-    shared = {id(v) for v in program.inputs}
+    shared = {id(v) for v in program.inputs + program.constvars}
     shared.update(id(e.out) for e in program.equations if e.op in VIEWS and id(e.args[0]) in shared)
     outputs = [atom(o) + (".copy()" if id(o) in shared else "") for o in program.outputs]
     lines.append(f"    return ({''.join(o + ', ' for o in outputs)})")
@@ -190,26 +198,33 @@ class _Compiled:
     """One entry of the cache: the compiled function, its source, how to rebuild the result,
     and ``fast``: the whole call for arguments of this signature (see :func:`_guarded`)."""
 
-    __slots__ = ("function", "source", "program", "structure", "rebuild", "fast")
+    __slots__ = ("function", "source", "program", "traced", "structure", "rebuild", "fast")
 
-    def __init__(self, function: Callable[..., tuple], source: str, program: Program, structure: Any) -> None:
-        self.function, self.source, self.program, self.structure = function, source, program, structure
+    def __init__(self, traced: Program, structure: Any, name: str) -> None:
+        self.traced, self.structure = traced, structure
+        self.program = simplify(traced)
+        self.function, self.source = compile_program(self.program, name)
         self.fast: Callable[..., Any] | None = None
-        result = _result_expression(structure)
+        result, statics = _result_expression(structure)
         if result is None:  # dict keys that do not print as Python
             self.rebuild = lambda results: unflatten(structure, [constant(r) for r in results])
         else:
-            self.rebuild = eval(f"lambda r: {result}", {"T": constant})
+            self.rebuild = eval(f"lambda r: {result}", {"T": constant, "S": statics})
 
 
-def _result_expression(structure: Any) -> str | None:
+def _result_expression(structure: Any) -> tuple[str | None, list[Any]]:
     """``f``'s result as one expression of the compiled arrays ``r`` (``(T(r[0]), [T(r[1])])``),
-    so a call pays no walk over the structure; None if a dict key does not print as Python."""
+    so a call pays no walk over the structure (None if a dict key does not print as Python),
+    and the results that are no values (``S[k]`` in the expression)."""
     count = iter(range(1 << 30))
+    statics: list[Any] = []
 
     def expression(s: Any) -> str:
         if s is None:
             return f"T(r[{next(count)}])"
+        if type(s) is Static:
+            statics.append(s.value)
+            return f"S[{len(statics) - 1}]"
         if s[0] is dict:
             if not all(type(k) in (str, int) for k in s[1]):
                 raise TypeError
@@ -218,9 +233,9 @@ def _result_expression(structure: Any) -> str | None:
         return f"[{items}]" if s[0] is list else f"({items})"
 
     try:
-        return expression(structure)
+        return expression(structure), statics
     except TypeError:
-        return None
+        return None, statics
 
 
 MISS = object()
@@ -234,9 +249,10 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     torch.compile calls them) check that the arguments have the signature ``args`` had,
     then the arrays go to the compiled code and its results come back as Tensors. Without
     it, a call builds the signature and looks it up. None where the arguments are not
-    simple enough (dicts, other dtypes, parameters closed over, unusual static values)."""
-    result = _result_expression(entry.structure)
-    if result is None or entry.program.closed_over:
+    simple enough (dicts, other dtypes, unusual static values). Closed-over Tensors are read
+    afresh (their shapes checked, and that they require no grad or recording is off)."""
+    result, statics = _result_expression(entry.structure)
+    if result is None:
         return None
     conditions: list[str] = []
     arrays: list[str] = []
@@ -252,7 +268,7 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
                 f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r} "
                 f"and {at}.tobytes() == {name(x.tobytes())}"
             )
-        elif type(x) in _GUARDED_STATIC and (type(x) is not float or math.isfinite(x)):
+        elif type(x) in _GUARDED_STATIC and (type(x) is not float or (math.isfinite(x) and x != 0.0)):
             conditions.append(f"type({at}) is {name(type(x))} and {at} == {x!r}")
         else:
             return False
@@ -278,13 +294,18 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     parameters = [f"a{i}" for i in range(len(args))]
     if not all(fixed(x, a) if i in static else walk(x, a) for i, (x, a) in enumerate(zip(args, parameters))):
         return None
+    for c in entry.program.consts:
+        at = name(c)
+        conditions.append(f"(not {at}.requires_grad or not G()) and {at}._data.shape == {c.shape!r}")
+        arrays.append(f"{at}._data")
     unpack = f"    {', '.join(parameters)}, = args\n" if args else ""
     source = (
         f"def fast(*args):\n    if len(args) != {len(args)}:\n        return MISS\n{unpack}"
         f"    if not ({' and '.join(conditions) or 'True'}):\n        return MISS\n"
         f"    r = compiled({', '.join(arrays)})\n    return {result}\n"
     )
-    namespace = {"Tensor": Tensor, "T": constant, "A": np.ndarray, "F": _FLOAT64, "MISS": MISS, **names}
+    namespace: dict[str, Any] = {"Tensor": Tensor, "T": constant, "S": statics, "G": is_grad_enabled}
+    namespace.update(A=np.ndarray, F=_FLOAT64, MISS=MISS, **names)
     namespace["compiled"] = entry.function
     exec(compile(source, "<jit guards>", "exec"), namespace)
     return namespace["fast"]
@@ -293,6 +314,8 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
 def _static_key(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (float, np.floating)):  # by bits: -0.0 is not 0.0, and a NaN is itself
+        return (type(x), np.asarray(x).tobytes())
     try:
         hash(x)
     except TypeError:
@@ -303,10 +326,6 @@ def _static_key(x: Any) -> Any:
 
 
 _FLOAT64 = np.dtype(np.float64)
-
-
-class _Traced(Exception):
-    """Raised while reading the arguments when one is a Tracer: jit is inside another trace."""
 
 
 def _signature(x: Any, key: list[Any], arrays: list[np.ndarray], graph: list[Tensor]) -> None:
@@ -322,8 +341,8 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray], graph: list[Ten
     elif kind is np.ndarray and x.dtype is _FLOAT64:
         arrays.append(x)
         key.append(x.shape)
-    elif kind is np.ndarray and x.dtype.kind == "f":
-        arrays.append(x.astype(np.float64))
+    elif isinstance(x, np.ndarray) and x.dtype.kind == "f":  # another float dtype, or a subclass (memmap)
+        arrays.append(np.asarray(x, dtype=np.float64))
         key.append(x.shape)
     elif kind is list or kind is tuple:
         key.append((kind, len(x)))
@@ -334,8 +353,6 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray], graph: list[Ten
         key.append((dict, tuple(names)))
         for name in names:
             _signature(x[name], key, arrays, graph)
-    elif isinstance(x, Tracer):
-        raise _Traced
     elif isinstance(x, Tensor):
         arrays.append(x._data)
         key.append(x._data.shape)
@@ -373,13 +390,16 @@ class Jitted:
         """The compiled entry for the signature of ``args``, tracing and compiling it on a miss."""
         if kwargs:
             return self._with_keywords(kwargs, args).lookup(*args, *kwargs.values())
-        key = self._split(args)[0]
+        return self._entry(self._split(args)[0], args)
+
+    def _entry(self, key: Any, args: tuple) -> _Compiled:
         entry = self.cache.get(key)
-        if entry is None:
-            program, structure = trace(self.f, args, self.static)
-            program = simplify(program)
-            function, source = compile_program(program, self.__name__ if self.__name__.isidentifier() else "jitted")
-            entry = self.cache[key] = _Compiled(function, source, program, structure)
+        if entry is None or any(c.shape != v.shape for c, v in zip(entry.program.consts, entry.program.constvars)):
+            # New, or a closed-over Tensor got values of another shape: trace again.
+            traced, structure = trace(self.f, args, self.static)
+            entry = self.cache[key] = _Compiled(
+                traced, structure, self.__name__ if self.__name__.isidentifier() else "jitted"
+            )
             entry.fast = _guarded(entry, args, self.static)
         return entry
 
@@ -397,27 +417,19 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return self._with_keywords(kwargs, args)(*args, *kwargs.values())
+        if _tracing.get() is not None:
+            return self.f(*args)  # inside another trace: trace straight through
         if self.fast is not None:
             result = self.fast(*args)
             if result is not MISS:
                 return result
-        try:
-            key, arrays, graph = self._split(args)
-        except _Traced:
-            return self.f(*args)  # inside another trace: trace straight through
-        entry = self.cache.get(key) or self.lookup(*args)
-        closed_over = entry.program.closed_over
-        for tensor, version in closed_over:
-            if tensor._version != version:
-                raise ValueError(
-                    f"jit: {self.__name__} uses a Tensor it does not take as an argument "
-                    f"({f'{tensor.label!r}, ' if tensor.label else ''}shape {tensor.shape}), whose values changed "
-                    "after it was traced; the compiled program holds the old values. Pass it as an argument"
-                )
-        if (graph or closed_over) and is_grad_enabled():
+        key, arrays, graph = self._split(args)
+        entry = self._entry(key, args)
+        consts = entry.program.consts
+        if (graph or any(c.requires_grad for c in consts)) and is_grad_enabled():
             return self._differentiable(entry, args)
         self.fast = entry.fast
-        return entry.rebuild(entry.function(*arrays))
+        return entry.rebuild(entry.function(*arrays, *(c._data for c in consts)))
 
     def _differentiable(self, entry: _Compiled, args: tuple) -> Any:
         """The program run op by op by the eager engine, so gradients reach the arguments
@@ -429,8 +441,8 @@ class Jitted:
             for leaf in flatten(arg)[0]
             if is_traced(leaf)
         ]
-        parameters = {id(t._data): t for t, _ in entry.program.closed_over}
-        return unflatten(entry.structure, run(entry.program, leaves, parameters))
+        # The program as traced, not simplified: the same graph as f's, so the same gradients, bit for bit.
+        return unflatten(entry.structure, run(entry.traced, leaves))
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         """The generated Python of the program for the signature of the arguments."""
@@ -452,7 +464,9 @@ def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Ji
     inside, ``jit(grad(f))``), except where gradients are wanted: when an argument or a
     parameter ``f`` closes over requires grad (and recording is on), the program runs op by
     op on the eager engine instead, so ``grad(jit(f))`` and ``jit(f)(x).backward()`` give
-    the eager gradients (at eager speed; call under ``no_grad()`` for the compiled code).
+    the eager gradients bit for bit (at eager speed; call under ``no_grad()`` for the
+    compiled code). Tensors ``f`` closes over (a model's parameters) are inputs of the
+    program too, read afresh at every call: changing their values needs no new trace.
     Keyword arguments are traced like positional ones. Side effects such as ``print``
     happen only while tracing. A call with the signature of the previous one skips the
     lookup: generated *guards* check the arguments and run the compiled code directly.

@@ -58,16 +58,17 @@ class Program:
     """Inputs, equations in the order they run, outputs (variables or constants).
 
     ``captured`` are values of an enclosing trace that the function closed over (a
-    ``vmap`` inside ``jit``): they are the last ``len(captured)`` inputs. ``closed_over``
-    are the Tensors requiring grad (parameters) whose values became constants, with their
-    version at tracing time, so a program run after they changed can refuse.
+    ``vmap`` inside ``jit``): they are the last ``len(captured)`` inputs. ``constvars``
+    stand for ``consts``, the Tensors the function closed over (a model's parameters):
+    every run reads their values afresh, so a program never holds stale ones.
     """
 
     inputs: list[Var]
     equations: list[Equation]
     outputs: list[Atom]
     captured: list[Any] = field(default_factory=list)
-    closed_over: list[tuple[Tensor, int]] = field(default_factory=list)
+    constvars: list[Var] = field(default_factory=list)
+    consts: list[Tensor] = field(default_factory=list)
 
     def __str__(self) -> str:
         return show(self)
@@ -107,14 +108,17 @@ def _param(p: Any) -> str:
 def show(program: Program) -> str:
     """The program as text, one equation a line: ``c:f64[16,3] = affine a w0 b0``.
 
-    Constants with one value print as the value; larger ones as ``c0``, ``c1``, ...
-    (listed with their shapes in the header).
+    Closed-over Tensors (constvars) print as ``c0``, ``c1``, ..., listed with their shapes
+    before the inputs; so do literal constants with more than one value, the others as
+    their value.
     """
     names = _names()
     for v in program.inputs:
         v.name = next(names)
     for e in program.equations:
         e.out.name = next(names)
+    for k, v in enumerate(program.constvars):
+        v.name = f"c{k}"
     consts: dict[int, str] = {}
 
     def atom(x: Atom) -> str:
@@ -122,7 +126,7 @@ def show(program: Program) -> str:
             return x.name
         if x.size == 1:
             return f"{float(x.reshape(())):g}"
-        return consts.setdefault(id(x), f"c{len(consts)}")
+        return consts.setdefault(id(x), f"c{len(program.constvars) + len(consts)}")
 
     lines = []
     for e in program.equations:
@@ -131,7 +135,10 @@ def show(program: Program) -> str:
     outs = ", ".join(atom(o) for o in program.outputs)
     shown = {i: a for e in program.equations for a in e.args if not isinstance(a, Var) for i in [id(a)]}
     shown.update((id(o), o) for o in program.outputs if not isinstance(o, Var))
-    header = " ".join(f"{n}:{_type(shown[i].shape)}" for i, n in consts.items())
+    header = " ".join(
+        [f"{v.name}:{_type(v.shape)}" for v in program.constvars]
+        + [f"{n}:{_type(shown[i].shape)}" for i, n in consts.items()]
+    )
     inputs = " ".join(f"{v.name}:{_type(v.shape)}" for v in program.inputs)
     return "\n".join([f"{{ lambda {header + '; ' if header else ''}{inputs}. let", *lines, f"  in ({outs},) }}"])
 
@@ -143,29 +150,31 @@ def call_op(op: str, args: Sequence[Tensor], params: tuple) -> Tensor:
         raise NotImplementedError(f"op {op!r} has no forward in the op table, so a program cannot run it")
     if op == "stack":
         return row.call(*args, axis=params[0])
+    if op in SHAPE_PARAMS and args[0].shape == params[0]:
+        # Recorded, so the eager call made a node (reshape(-1) to the same shape): make one too, or a
+        # replayed graph would add up its gradients in another order.
+        return record(op, args[0]._data, (args[0],))
     return row.call(*args, *params)
 
 
-def run(program: Program, inputs: Sequence[Tensor], constants: dict[int, Tensor] | None = None) -> list[Tensor]:
+def run(program: Program, inputs: Sequence[Tensor]) -> list[Tensor]:
     """Run ``program`` on Tensors with the eager engine, op by op: under ``no_grad`` this is
-    :func:`evaluate`; with inputs that require grad it records the graph, so a program can
-    be differentiated like the function it was traced from. ``constants`` maps the id of
-    a constant array to the Tensor it came from (a parameter the function closed over)."""
-    known = constants or {}
+    :func:`evaluate`; with inputs (or closed-over Tensors) that require grad it records the
+    graph, so a program can be differentiated like the function it was traced from."""
     env: dict[int, Tensor] = {id(v): x for v, x in zip(program.inputs, inputs)}
+    env.update((id(v), c) for v, c in zip(program.constvars, program.consts))
 
     def read(x: Atom) -> Tensor:
-        if isinstance(x, Var):
-            if id(x) not in env:
-                which = f"variable {x.name}" if x.name else "a variable"
-                raise ValueError(
-                    f"{which} of shape {x.shape} is used, but it is not an input and no earlier equation computes "
-                    "it: a pass that removes an equation must replace every use of its result, in later equations "
-                    "and in the outputs"
-                )
-            return env[id(x)]
-        source = known.get(id(x))
-        return record("", x, ()) if source is None else source
+        if not isinstance(x, Var):
+            return record("", x, ())
+        if id(x) not in env:
+            which = f"variable {x.name}" if x.name else "a variable"
+            raise ValueError(
+                f"{which} of shape {x.shape} is used, but it is not an input and no earlier equation computes "
+                "it: a pass that removes an equation must replace every use of its result, in later equations "
+                "and in the outputs"
+            )
+        return env[id(x)]
 
     for e in program.equations:
         env[id(e.out)] = call_op(e.op, [read(a) for a in e.args], e.params)
@@ -174,7 +183,8 @@ def run(program: Program, inputs: Sequence[Tensor], constants: dict[int, Tensor]
 
 def evaluate(program: Program, *inputs: Any) -> list[np.ndarray]:
     """Run ``program`` on arrays (one per input, of the traced shapes), equation by
-    equation with the eager engine's forwards: the same float operations, the same numbers."""
+    equation with the eager engine's forwards: the same float operations, the same numbers.
+    Closed-over Tensors (constvars) are read as they are now."""
     if len(inputs) != len(program.inputs):
         raise TypeError(f"the program takes {len(program.inputs)} input(s), got {len(inputs)}")
     tensors = []

@@ -4,8 +4,12 @@ The stand-ins are :class:`Tracer` s, Tensors that carry the example values (so t
 engine computes with them as usual) and require grad (so every op records its node).
 While a trace is active, ``record`` hands the trace every node it makes; the trace turns
 them into Tracers too. When the function returns, the recorded graph between the inputs
-and the outputs is read off as a :class:`~course_lib.program.Program` (anything else it
-touched, such as a model's parameters, becomes a constant).
+and the outputs is read off as a :class:`~course_lib.program.Program`. A Tensor made
+before the trace that the function closed over (a model's parameter) becomes an input
+of its own, a *constvar* as JAX calls it, read afresh at every run; a Tensor made during
+the trace (``x * 2.0`` makes one of ``2.0``) is a *literal*, a constant of the program.
+Every op on a traced or closed-over value is recorded, also under ``no_grad()`` (then
+followed by ``detach``, a stop-gradient), so no value of the example is baked in.
 
 A program must not depend on the example values, so a Tracer refuses to give them out:
 ``bool()`` (Python control flow), ``float()``/``.item()``, ``.data``/``.numpy()`` and
@@ -91,9 +95,6 @@ class Tracer(Tensor):
     def numpy(self) -> np.ndarray:
         return self.__array__()
 
-    def detach(self) -> Tensor:
-        raise _refuse("detach()", f"{_NOT_KNOWN} Compute the constant outside the traced function and pass it in.")
-
     def __repr__(self) -> str:
         try:
             return f"Tracer(f64{list(self._data.shape)})"
@@ -123,9 +124,11 @@ for _name in ("add", "sub", "mul", "truediv", "pow", "matmul", "neg", "getitem",
 class Trace:
     """The trace being recorded: its input Tracers and every node made while it is active."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: Trace | None = None) -> None:
         self.tracers: list[Tensor] = []
         self.ids: set[int] = set()
+        # ids of the Tensors made while tracing (shared with an enclosing trace): the program's literals.
+        self.created: set[int] = outer.created if outer is not None else set()
 
     def new_input(self, value: Any) -> Tracer:
         x = Tensor(value._data if isinstance(value, Tensor) else value, requires_grad=True)
@@ -138,18 +141,31 @@ class Trace:
         self.ids.add(id(node))
         return node
 
-    def constant(self, op: str, parents: tuple[Tensor, ...]) -> None:
-        """Refuse an op computed with recording off from a traced value (it would be baked in)."""
-        if any(type(p) is Tracer for p in parents):
+    def sees(self, parents: tuple[Tensor, ...]) -> bool:
+        """Whether an op of ``parents`` belongs in the program: one is traced or closed over."""
+        return any(type(p) is Tracer or id(p) not in self.created for p in parents)
+
+    def backward(self, output: Tensor) -> None:
+        """Refuse ``backward()`` of a traced value: it would store the example's gradients in ``.grad``."""
+        if type(output) is Tracer:
             raise _refuse(
-                f"op {op!r} with recording switched off (no_grad(), .backward())",
-                "Inside a traced function every op is recorded: use course_lib.functional.grad / value_and_grad "
-                "for gradients and return new values instead of changing Tensors.",
+                ".backward()",
+                "A traced function cannot store gradients in .grad: use course_lib.functional.grad or "
+                "value_and_grad inside it and return the gradients.",
+            )
+
+    def index(self, index: Tensor) -> None:
+        """Refuse a traced (or closed-over) Tensor as an index: the program would keep this example's index."""
+        if self.sees((index,)):
+            raise _refuse(
+                "An index made",
+                f"{_NOT_KNOWN} An index is part of the program. Pass it as an integer array (static: one "
+                "program per index), or select with arithmetic, e.g. (x * onehot).sum().",
             )
 
     def condition(self, condition: Tensor) -> None:
         """Refuse ``where`` with a traced condition: the program would keep the example's condition."""
-        if type(condition) is Tracer:
+        if self.sees((condition,)):
             raise _refuse(
                 "A where() condition made",
                 f"A where() condition is a fixed mask in the program, so it would keep this example's mask for "
@@ -169,8 +185,18 @@ Tree = Any
 """Nested tuples, lists and dicts (keys in the order of their reprs) of leaves; a leaf is anything else."""
 
 
-def flatten(tree: Tree) -> tuple[list[Any], Any]:
-    """The leaves of ``tree`` in order and its structure (hashable), for :func:`unflatten`."""
+class Static:
+    """A leaf kept in a structure instead of the leaves (a result of a traced function that is no value)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def flatten(tree: Tree, static: Callable[[Any], bool] | None = None) -> tuple[list[Any], Any]:
+    """The leaves of ``tree`` in order and its structure, for :func:`unflatten`; a leaf for
+    which ``static(leaf)`` holds stays in the structure (as a :class:`Static`)."""
     leaves: list[Any] = []
 
     def walk(t: Tree) -> Any:
@@ -179,6 +205,8 @@ def flatten(tree: Tree) -> tuple[list[Any], Any]:
         if type(t) is dict:
             keys = tuple(sorted(t, key=repr))
             return (dict, keys, tuple(walk(t[k]) for k in keys))
+        if static is not None and static(t):
+            return Static(t)
         leaves.append(t)
         return None
 
@@ -192,11 +220,19 @@ def unflatten(structure: Any, leaves: Any) -> Tree:
     def build(s: Any) -> Tree:
         if s is None:
             return next(it)
+        if type(s) is Static:
+            return s.value
         if s[0] is dict:
             return {k: build(x) for k, x in zip(s[1], s[2])}
         return s[0](build(x) for x in s[1])
 
     return build(structure)
+
+
+def _not_a_value(leaf: Any) -> bool:
+    """Whether a result leaf is no output of the program but returned as it is (None, a
+    string, a number): as the eager function returns it."""
+    return not isinstance(leaf, Tensor)
 
 
 def is_traced(leaf: Any) -> bool:
@@ -215,7 +251,7 @@ def _global_rng_state() -> tuple:
 def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset()) -> tuple[Program, Any]:
     """Trace ``f(*args)``: the program (inputs: the traced leaves of the non-static arguments)
     and the structure of ``f``'s result (its leaves are the program's outputs)."""
-    t = Trace()
+    t = Trace(_tracing.get())
     token = _tracing.set(t)
     rng = _global_rng_state()
     try:
@@ -239,34 +275,37 @@ def trace(f: Callable[..., Any], args: tuple, static: frozenset[int] = frozenset
                 f"{getattr(f, '__name__', 'the function')} draws random numbers (np.random) while traced: they would "
                 "be drawn once and repeated at every call. Draw them outside the function and pass them in"
             )
-        out_leaves, out_structure = flatten(result)
-        return _read_program(inputs, out_leaves, t.ids), out_structure
+        out_leaves, out_structure = flatten(result, static=_not_a_value)
+        return _read_program(inputs, out_leaves, t), out_structure
     finally:
         _tracing.reset(token)
         t.finish()
 
 
-def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> Program:
-    """The program computing ``outputs`` from ``inputs``, read off the recorded graph
-    (``ours``: the ids of the trace's Tracers; those of an enclosing trace are captured)."""
+def _read_program(inputs: list[Tensor], outputs: list[Tensor], t: Trace) -> Program:
+    """The program computing ``outputs`` from ``inputs``, read off the recorded graph of
+    trace ``t``: Tracers of an enclosing trace are *captured*, Tensors made before the trace
+    are *constvars*, those made during it literals (see the module docstring)."""
+    ours = t.ids
     atoms: dict[int, Atom] = {}
     for x in inputs:
         atoms[id(x)] = Var(x.shape)
     equations: list[Equation] = []
     captured: list[Tensor] = []
-    closed_over: list[tuple[Tensor, int]] = []
+    consts: list[Tensor] = []
 
-    def atom(t: Tensor) -> Atom:
-        if id(t) not in atoms:
-            if type(t) is not Tracer:
-                atoms[id(t)] = t._data
-                if t.requires_grad:
-                    closed_over.append((t, t._version))
+    def atom(x: Tensor) -> Atom:
+        if id(x) not in atoms:
+            if type(x) is Tracer:
+                atoms[id(x)] = Var(x.shape)
+                if id(x) not in ours:
+                    captured.append(x)
+            elif id(x) in t.created:
+                atoms[id(x)] = x._data
             else:
-                atoms[id(t)] = Var(t.shape)
-                if id(t) not in ours:
-                    captured.append(t)
-        return atoms[id(t)]
+                atoms[id(x)] = Var(x.shape)
+                consts.append(x)
+        return atoms[id(x)]
 
     # Post-order over the traced nodes (iterative: a long simulation loop makes a deep graph).
     done: set[int] = {id(x) for x in inputs}
@@ -285,9 +324,10 @@ def _read_program(inputs: list[Tensor], outputs: list[Any], ours: set[int]) -> P
                 continue
             stack.append((node, True))
             stack.extend((p, False) for p in reversed(node._parents) if id(p) in ours and id(p) not in done)
-    outs = [atom(o) if isinstance(o, Tensor) else np.asarray(o, dtype=np.float64) for o in outputs]
+    outs = [atom(o) for o in outputs]
     inputs_vars = [atoms[id(x)] for x in inputs] + [atoms[id(c)] for c in captured]
-    return Program(inputs_vars, equations, outs, captured, closed_over)  # type: ignore[arg-type]
+    constvars = [atoms[id(c)] for c in consts]
+    return Program(inputs_vars, equations, outs, captured, constvars, consts)  # type: ignore[arg-type]
 
 
 def make_program(f: Callable[..., Any], *args: Any) -> Program:

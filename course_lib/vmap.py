@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.program import Atom, Equation, Program, Var, call_op
+from course_lib.program import Atom, Equation, Program, Var, call_op, run
 from course_lib.tensor import Tensor, record, stack
 from course_lib.trace import flatten, is_traced, trace, unflatten
 
@@ -53,9 +53,13 @@ def _matmul(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> 
         lead = ((size,) if b else ()) + (1,) * (rank - len(shape)) * b
         operands.append(a.reshape(lead + shape))
     out = operands[0] @ operands[1]
-    out = out.reshape((size,) + e.out.shape)
+    product = np.matmul(np.empty(e.args[0].shape), np.empty(e.args[1].shape)).shape  # affine's bias may add axes
+    out = out.reshape((size,) + product)
     if e.op == "affine":
-        return _elementwise([out, args[2]], [True, batched[2]], Equation("add", [e.out, e.args[2]], (), e.out), size)
+        product_var = Var(product)
+        return _elementwise(
+            [out, args[2]], [True, batched[2]], Equation("add", [product_var, e.args[2]], (), e.out), size
+        )
     return out
 
 
@@ -74,10 +78,20 @@ def _loop(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Te
     return stack([call_op(e.op, [a[i] if b else a for a, b in zip(args, batched)], e.params) for i in range(size)])
 
 
+def _advanced_adjacent(index: tuple) -> bool:
+    """Whether the advanced entries of an index (arrays; integers too when there is an
+    array) are next to each other, so NumPy keeps them in place behind a leading slice."""
+    arrays = [isinstance(i, (np.ndarray, list)) for i in index]
+    advanced = [k for k, i in enumerate(index) if arrays[k] or (any(arrays) and isinstance(i, (int, np.integer)))]
+    return not advanced or advanced[-1] - advanced[0] == len(advanced) - 1
+
+
 def _indexed(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
     """getitem and scatter_add with the index applied to every example at once, when NumPy's
     indexing keeps the batch axis first; example by example otherwise."""
     index = e.params[0] if isinstance(e.params[0], tuple) else (e.params[0],)
+    if not _advanced_adjacent(index):  # NumPy would put the indexed axes before the batch axis
+        return _loop(args, batched, e, size)
     params = ((slice(None),) + index,) + (((size,) + e.params[1],) if e.op == "scatter_add" else ())
     try:
         out = call_op(e.op, args, params)
@@ -93,7 +107,7 @@ BATCHING: dict[str, Rule] = {
         ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu"),
         _elementwise,
     ),
-    **dict.fromkeys(("sqrt", "abs", "sign", "ge", "clip", "where", "identity"), _elementwise),
+    **dict.fromkeys(("sqrt", "abs", "sign", "ge", "clip", "where", "identity", "detach"), _elementwise),
     "matmul": _matmul,
     "affine": _matmul,
     **dict.fromkeys(("sum", "mean", "max"), lambda a, b, e, n: call_op(e.op, a, (_axes(e),) + e.params[1:])),
@@ -114,6 +128,7 @@ def batch_program(program: Program, inputs: Sequence[Tensor], batched: Sequence[
     """Run ``program`` for ``size`` examples at once: ``inputs[i]`` carries the batch on axis 0
     when ``batched[i]``. Every output comes back batched."""
     env: dict[int, tuple[Tensor, bool]] = {id(v): (x, b) for v, x, b in zip(program.inputs, inputs, batched)}
+    env.update((id(v), (c, False)) for v, c in zip(program.constvars, program.consts))  # closed over: shared
 
     def read(x: Atom) -> tuple[Tensor, bool]:
         return env[id(x)] if isinstance(x, Var) else (record("", x, ()), False)
@@ -134,6 +149,67 @@ def batch_program(program: Program, inputs: Sequence[Tensor], batched: Sequence[
     return results
 
 
+def _shared(program: Program, inputs: list[Tensor], flags: list[bool]) -> list[Tensor]:
+    """The results for ``out_axes=None``: the same for every example, so they are refused if
+    they depend on a batched argument."""
+    depends = {id(v) for v, b in zip(program.inputs, flags) if b}
+    for e in program.equations:
+        if any(id(a) in depends for a in e.args):
+            depends.add(id(e.out))
+    if any(id(o) in depends for o in program.outputs):
+        raise ValueError("vmap: out_axes=None needs results that do not depend on a batched argument")
+    unbatched = [x if not b else x[0] for x, b in zip(inputs, flags)]
+    return run(program, unbatched + program.captured)
+
+
+def _by_value(args: tuple, axes: Sequence[Any]) -> list[np.ndarray]:
+    """The examples grouped by the values of the batched integer and boolean arrays (class
+    labels): static to tracing, so each group gets a program of its own. One group if none."""
+    keys: list[list[bytes]] = []
+    size = 0
+    for arg, axis in zip(args, axes):
+        for leaf in flatten(arg)[0] if axis is not None else []:
+            if isinstance(leaf, np.ndarray) and not is_traced(leaf):
+                if not -leaf.ndim <= axis < leaf.ndim:
+                    raise ValueError(f"vmap: in_axes {axis} is out of range for an argument of shape {leaf.shape}")
+                rows = np.moveaxis(leaf, axis, 0)
+                size = len(rows)
+                keys.append([row.tobytes() for row in rows])
+    if not keys or size == 0:
+        return [np.arange(size)]
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(*keys)):
+        groups.setdefault(key, []).append(i)
+    return [np.array(members) for members in groups.values()]
+
+
+def _grouped(batched_f: Callable[..., Any], args: tuple, axes: Sequence[Any], groups: list[np.ndarray]) -> Any:
+    """``batched_f`` run on each group of examples, the results put back in the examples' order."""
+    size = sum(len(g) for g in groups)
+    results, structure = [], None
+    for rows in groups:
+
+        def pick(leaf: Any, axis: int, rows: np.ndarray = rows) -> Any:
+            if isinstance(leaf, Tensor):
+                return _moved(leaf, axis, 0)[rows] if axis % leaf.ndim else leaf[rows]
+            return np.take(leaf, rows, axis=axis) if isinstance(leaf, np.ndarray) else leaf
+
+        picked = []
+        for arg, axis in zip(args, axes):
+            leaves, arg_structure = flatten(arg)
+            picked.append(arg if axis is None else unflatten(arg_structure, [pick(x, axis) for x in leaves]))
+        leaves, structure = flatten(batched_f(*picked), static=lambda x: not isinstance(x, Tensor))
+        results.append(leaves)
+    outs = []
+    for k in range(len(results[0])):
+        total = None
+        for rows, leaves in zip(groups, results):
+            part = call_op("scatter_add", [leaves[k]], ((rows,), (size,) + leaves[k].shape[1:]))
+            total = part if total is None else total + part
+        outs.append(total)
+    return unflatten(structure, outs)
+
+
 def _moved(x: Tensor, source: int, destination: int) -> Tensor:
     """``x`` with axis ``source`` moved to ``destination`` (a transpose)."""
     axes = list(range(x.ndim))
@@ -146,30 +222,58 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
 
     ``in_axes``: for every argument, the axis of its batch (an int) or ``None`` (shared by
     every example); one int or None applies to all. ``out_axes``: where the batch axis goes
-    in each result (an int for all). Arguments may be containers of Tensors and float
-    arrays; integer arrays cannot carry a batch (they are static to tracing).
+    in each result (an int for all, or None for results shared by every example).
+    Arguments may be containers of Tensors and float arrays. Integer and boolean arrays (class
+    labels) are static to tracing: a batch of them is split into groups of equal values, each
+    with a program of its own, and the results are put back in order. Tensors ``f`` closes over are shared by every
+    example and stay in the graph: gradients reach them.
     """
 
-    def batched_f(*args: Any) -> Any:
+    if not (out_axes is None or isinstance(out_axes, int)):
+        raise TypeError(
+            f"vmap: out_axes must be one int (or None for results shared by all examples), not {out_axes!r}"
+        )
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, list))) or (
+        isinstance(in_axes, (tuple, list)) and not all(a is None or isinstance(a, int) for a in in_axes)
+    ):
+        raise TypeError(f"vmap: in_axes must be an int, None, or a tuple of them (one per argument), got {in_axes!r}")
+
+    def batched_f(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise TypeError(
+                f"vmap: keyword arguments ({', '.join(kwargs)}) are not batched; pass them positionally "
+                "(with an in_axes entry each) or bind them first with functools.partial"
+            )
         axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but the function got {len(args)} arguments")
+        groups = _by_value(args, axes)
+        if len(groups) > 1:
+            if out_axes != 0:
+                raise ValueError(
+                    "vmap: integer or boolean arrays carrying a batch split it by value, which needs out_axes=0; "
+                    "move the batch axis of the results afterwards"
+                )
+            return _grouped(batched_f, args, axes, groups)
         examples, inputs, flags, sizes = [], [], [], set()
         for arg, axis in zip(args, axes):
             leaves, structure = flatten(arg)
             example = []
             for leaf in leaves:
-                if not is_traced(leaf):
-                    if axis is not None and isinstance(leaf, np.ndarray):
-                        raise TypeError(
-                            "vmap: an integer or boolean array cannot carry a batch (it is static to tracing); "
-                            "pass floats (e.g. one-hot labels) or in_axes=None"
-                        )
-                    example.append(leaf)
+                if not is_traced(leaf):  # static; a batched integer array has one value here (see _by_value)
+                    batched_int = axis is not None and isinstance(leaf, np.ndarray)
+                    example.append(np.take(leaf, 0, axis=axis) if batched_int else leaf)
                     continue
                 x = leaf if isinstance(leaf, Tensor) else record("", np.asarray(leaf, dtype=np.float64), ())
                 if axis is not None:
+                    if not -x.ndim <= axis < x.ndim:
+                        raise ValueError(
+                            f"vmap: in_axes {axis} is out of range for an argument of shape {x.shape} "
+                            f"(valid: {-x.ndim} to {x.ndim - 1})"
+                        )
                     x = _moved(x, axis, 0) if axis % x.ndim else x
+                    if x.shape[0] == 0:
+                        raise ValueError("vmap: the batch is empty (size 0): there is no example to trace f on")
                     sizes.add(x.shape[0])
                 example.append(np.asarray(x._data[0]) if axis is not None else x._data)
                 inputs.append(x)
@@ -180,9 +284,15 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
         if len(sizes) != 1:
             raise ValueError(f"vmap needs one batch size for all batched arguments, got sizes {sorted(sizes)}")
         program, structure = trace(f, tuple(examples))
-        outs = batch_program(program, inputs + program.captured, flags + [False] * len(program.captured), sizes.pop())
-        if out_axes:
-            outs = [_moved(o, 0, out_axes) for o in outs]
+        size = sizes.pop()
+        if out_axes is None:
+            return unflatten(structure, _shared(program, inputs, flags))
+        outs = batch_program(program, inputs + program.captured, flags + [False] * len(program.captured), size)
+        for k, o in enumerate(outs):
+            if not -o.ndim <= out_axes < o.ndim:
+                raise ValueError(f"vmap: out_axes {out_axes} is out of range for a result of shape {o.shape}")
+            if out_axes % o.ndim:
+                outs[k] = _moved(o, 0, out_axes)
         return unflatten(structure, outs)
 
     return batched_f

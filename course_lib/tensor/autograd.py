@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from course_lib.check import _scalar_output, register_array_engine
-from course_lib.tensor.core import Tensor, _backprop, _parents_of, _seed, record
+from course_lib.tensor.backprop import _backprop, _parents_of, _seed
+from course_lib.tensor.core import Tensor, record
 from course_lib.toposort import child_count_order
 
 __all__ = ["gradients", "values_and_gradients"]

@@ -8,8 +8,9 @@ closure, no gradient code. The package ``course_lib.tensor`` is built in one dir
 
 - ``course_lib.tensor.grad_mode`` (recording on or off) and
   ``course_lib.tensor.table`` (the op table, which knows no Tensor) at the bottom;
-- this module: the class, :func:`record` (every op goes through it) and the backward
-  sweep that walks a recorded graph and applies the table's rules;
+- this module: the class and :func:`record` (every op goes through it);
+- ``course_lib.tensor.backprop``: the backward sweep that walks a recorded graph and
+  applies the table's rules (it gives the class its ``backward`` method);
 - ``course_lib.tensor.rules``: each op's vector-Jacobian products (VJPs), written once
   with Tensor operations and registered in the table with ``defvjp``;
 - ``course_lib.tensor.autograd``: ``gradients``, the functional form of the sweep.
@@ -25,23 +26,22 @@ values after that, ``backward()`` raises instead of using them, as PyTorch does
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from course_lib.tensor.arrays import broadcasting, checked_axes, matmul, real_array
-from course_lib.tensor.grad_mode import _grad_mode, _tracing, set_grad_enabled
-from course_lib.tensor.table import OPS, _methods
-from course_lib.toposort import child_count_order
+from course_lib.tensor.grad_mode import _grad_mode, _tracing
+from course_lib.tensor.table import _methods
 
-__all__ = ["Tensor", "record", "where", "stack", "affine", "backward"]
+__all__ = ["Tensor", "record", "where", "stack", "affine"]
 
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _now = 0
 """The clock of value changes: bumped by every ``t.data = ...``; a node records its value when created."""
-_parents_of = attrgetter("_parents")
+_backprop: Callable[..., None]
+"""The backward sweep, installed by ``course_lib.tensor.backprop`` (as the ``backward`` method is)."""
 
 
 # ----------------------------------------------------------------------------- Tensor
@@ -57,7 +57,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (self.requires_grad and _grad_mode.get()):
+            if not (self.requires_grad and _grad_mode.get()) and _tracing.get() is None:
                 return record(op, fn(self._data, other), ())  # no node, so no need to wrap the constant
             other = _lift(other)  # a copy: the caller may change their array later
         return record(op, fn(self._data, other._data), (self, other))
@@ -66,7 +66,7 @@ def _binary_methods(op: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray])
         if not isinstance(other, Tensor):
             if not _is_constant(other):
                 return NotImplemented
-            if not (self.requires_grad and _grad_mode.get()):
+            if not (self.requires_grad and _grad_mode.get()) and _tracing.get() is None:
                 return record(op, fn(other, self._data), ())
             other = _lift(other)  # a copy: the caller may change their array later
         return record(op, fn(other._data, self._data), (other, self))
@@ -103,6 +103,7 @@ class Tensor:
         "_mask",
     )
     _recorded: int  # the clock when record() made this node (nodes only)
+    backward: Callable[..., None]  # the backward pass, a method installed by course_lib.tensor.backprop
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
@@ -117,6 +118,9 @@ class Tensor:
         self._op = ""
         self._params: tuple = ()
         self._retains_grad = False
+        trace = _tracing.get()
+        if trace is not None:
+            trace.created.add(id(self))
 
     # -- values -------------------------------------------------------------------------
     @property
@@ -165,7 +169,11 @@ class Tensor:
     __float__ = item
 
     def detach(self) -> Tensor:
-        """A Tensor with the same values, cut off from the graph (requires no grad)."""
+        """A Tensor with the same values, cut off from the graph (requires no grad).
+        While tracing it is the op ``detach`` (a stop-gradient), so the program reads the values."""
+        trace = _tracing.get()
+        if trace is not None and trace.sees((self,)):
+            return _node(record("", self._data, ()), "detach", (self,), ())
         return record("", self._data, ())
 
     def retain_grad(self) -> Tensor:
@@ -179,26 +187,6 @@ class Tensor:
         """Forget the accumulated gradient (``.grad = None``), as ``Module.zero_grad`` and
         ``SGD.zero_grad`` do for every parameter; the next backward pass starts afresh."""
         self.grad = None
-
-    # -- backward ---------------------------------------------------------------------
-    def backward(self, grad: Any = None) -> None:
-        """Add d(self)/d(leaf) to the ``.grad`` of every leaf that requires grad.
-
-        A one-element output seeds the gradient 1. Any other output needs ``grad``, the
-        gradient of some scalar with respect to this Tensor, of exactly this shape (an
-        ndarray, a number or a Tensor): the result is then the VJP ``grad`` times the
-        Jacobian. Leaves *accumulate* across calls (call :meth:`zero_grad` or assign
-        ``None`` in between). Intermediate nodes keep no gradient (as in PyTorch) unless
-        :meth:`retain_grad` was called on them. The graph is kept, so calling
-        ``backward()`` twice adds the same gradient to the leaves twice.
-        """
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward() on a Tensor that does not require grad: no input of its computation had "
-                "requires_grad=True (or it was computed under no_grad()). Create the inputs with "
-                "Tensor(data, requires_grad=True)."
-            )
-        backward(self, grad)
 
     # -- arithmetic (each op: compute the value with NumPy, record the node) ------------
     __add__, __radd__ = _binary_methods("add", broadcasting("+", np.add))
@@ -353,9 +341,21 @@ def record(op: str, data: Any, parents: tuple[Tensor, ...], params: tuple = ()) 
                 if trace is not None:
                     trace.adopt(out)
                 return out
-    if parents and _tracing.get() is not None:
-        _tracing.get().constant(op, parents)
+    if parents:
+        trace = _tracing.get()
+        if trace is not None and trace.sees(parents):
+            # A traced or closed-over value: the program must compute it, even with recording off.
+            out = _node(out, op, parents, params)
+            if not _grad_mode.get() and any(p.requires_grad for p in parents):
+                out = _node(record("", data, ()), "detach", (out,), ())  # no_grad(): no gradient flows back
     return out
+
+
+def _node(out: Tensor, op: str, parents: tuple[Tensor, ...], params: tuple) -> Tensor:
+    """``out`` made a node of the trace being recorded (see :func:`record`)."""
+    out.requires_grad = True
+    out._parents, out._op, out._params, out._recorded = parents, op, params, _now
+    return _tracing.get().adopt(out)
 
 
 def constant(data: Any) -> Tensor:
@@ -371,6 +371,9 @@ def constant(data: Any) -> Tensor:
     out._version = 0
     out._parents = out._params = ()
     out._op = ""
+    trace = _tracing.get()
+    if trace is not None:
+        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
     return out
 
 
@@ -413,6 +416,8 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
     if isinstance(index, Tensor):
+        if _tracing.get() is not None:
+            _tracing.get().index(index)
         if index._mask:
             return index._data.astype(bool)
         if not np.all(np.mod(index._data, 1) == 0):
@@ -464,141 +469,3 @@ def affine(x: Any, weight: Any, bias: Any) -> Tensor:
     else:  # the bias has more axes than the product, or the product is a number
         data = data + bias._data
     return record("affine", data, (x, weight, bias))
-
-
-# ----------------------------------------------------------------------------- the backward sweep
-def backward(output: Tensor, grad: Any = None) -> None:
-    """What :meth:`~course_lib.tensor.Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
-    _backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
-
-
-def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
-    """The gradient that starts a backward pass at ``output``, checked against its shape."""
-    if grad is None:
-        if output._data.size != 1:
-            raise ValueError(
-                f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
-                f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
-            )
-        return record("", np.ones(output.shape), ())
-    if isinstance(grad, Tensor):
-        seed = grad if keep_graph else record("", grad._data.copy(), ())
-    else:
-        seed = record("", real_array(grad, caller + "'s seed").astype(np.float64), ())
-    if seed.shape != output.shape:
-        raise ValueError(
-            f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
-            f"the seed must have exactly the output's shape (it is not broadcast), e.g. np.ones({output.shape})"
-        )
-    return seed
-
-
-def _backprop(
-    root: Tensor,
-    seed: Tensor,
-    create_graph: bool,
-    on_grad: Callable[[Tensor, Tensor, bool], None],
-    needed: set[int] | None = None,
-    order: list[Tensor] | None = None,
-) -> None:
-    """The reverse sweep shared by :meth:`Tensor.backward` and :func:`gradients`.
-
-    Nodes come output first, each one after all of its children, so its gradient is
-    complete when it is reached; ``on_grad(node, g, owned)`` then receives it (``owned``:
-    the array was allocated by this sweep and is referenced nowhere else). A node whose
-    inputs (or itself) got new values since it was recorded is an error. The node's
-    VJP rules pull ``g`` back to every parent that requires grad (and, if ``needed``
-    is given, leads to a node in it). A parent reached along several paths gets the
-    sum: a fresh buffer, into which later contributions are added in place. ``order`` is
-    the graph already sorted by a caller that needed it first, so it is sorted once.
-    """
-    grads: dict[int, Tensor] = {id(root): seed}
-    owned: set[int] = set()  # ids of nodes whose buffer is ours to add into in place
-    with set_grad_enabled(create_graph):
-        for node in child_count_order(root, _parents_of) if order is None else order:
-            g = grads.pop(id(node), None)
-            if g is None:
-                continue  # a constant, or a node that does not lead to what is needed
-            on_grad(node, g, id(node) in owned)
-            parents = node._parents
-            if not parents:
-                continue
-            op = OPS.get(node._op)
-            if op is None:
-                raise NotImplementedError(
-                    f"no VJP rule for op {node._op!r}: register one with defvjp({node._op!r}, ...)"
-                )
-            recorded = node._recorded
-            if node._version > recorded:
-                raise _changed(node, node)
-            args = parents + node._params
-            for i, parent in enumerate(parents):
-                if parent._version > recorded:
-                    raise _changed(node, parent, i)
-                key = id(parent)
-                if not parent.requires_grad or (needed is not None and key not in needed):
-                    continue
-                try:
-                    rule = op.rules[i]
-                except IndexError:
-                    raise NotImplementedError(
-                        f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument"
-                    ) from None
-                result = rule(g, node, *args)
-                if type(result) is Tensor and result._data.shape == parent._data.shape:
-                    contribution = result
-                else:
-                    contribution = _checked(result, i, node)
-                if create_graph and (op.order == 1 or not isinstance(result, Tensor)):
-                    # A rule written with NumPy: its result is right, but it has no graph of its own.
-                    contribution = record("first_order", contribution._data, (g,) + parents, (node._op,))
-                previous = grads.get(key)
-                if previous is None:
-                    grads[key] = contribution
-                    # A rule returns g itself, a view (its base is set) or a new array: only the last is ours.
-                    data = contribution._data
-                    if not create_graph and data is not g._data and data.base is None:
-                        owned.add(key)
-                elif key in owned:
-                    previous._data += contribution._data
-                else:
-                    grads[key] = previous + contribution
-                    if not create_graph:
-                        owned.add(key)
-
-
-def _changed(node: Tensor, changed: Tensor, i: int | None = None) -> RuntimeError:
-    """The error for a node whose input ``i`` (or, with ``i`` None, the node itself) got new values."""
-    which = "its output" if i is None else f"its input {i}"
-    name = f"{changed.label!r}, " if changed.label else ""
-    return RuntimeError(
-        f"a Tensor needed to differentiate op {node._op!r} has been modified by an in-place change: {which} "
-        f"({name}shape {changed.shape}) got new values (t.data = ...) after the op was recorded, so the "
-        "gradient would be computed with the wrong values. Run the forward pass again after changing "
-        "values (e.g. call the optimizer's step() only after backward())"
-    )
-
-
-def _checked(result: Any, i: int, node: Tensor) -> Tensor:
-    """A rule's result as a Tensor of argument ``i``'s shape, or a clear error."""
-    result = _lift(result)
-    if result is NotImplemented:
-        raise TypeError(f"the VJP rule of {node._op!r} for argument {i} must return a Tensor")
-    expected = node._parents[i]._data.shape
-    if result._data.shape != expected:
-        raise ValueError(
-            f"the VJP rule of {node._op!r} for argument {i} returned shape {result._data.shape}, but that argument "
-            f"has shape {expected}: a gradient has its variable's shape (did the rule forget unbroadcast?)"
-        )
-    return result
-
-
-def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
-    """``backward()``'s use of a finished gradient: leaves accumulate it, retained intermediates keep it."""
-    if node._parents:
-        if node._retains_grad:  # a copy: g may travel on to the parents (add passes it through)
-            node.grad = g._data.copy()
-    elif node.grad is None:
-        node.grad = g._data if owned else g._data.copy()
-    else:
-        node.grad = node.grad + g._data

@@ -156,5 +156,7 @@ defvjp("broadcast_to", lambda g, out, a: unbroadcast(g, a.shape), call=lambda a,
 defvjp("getitem", lambda g, out, a, index: _scatter_add(g, index, a.shape), call=lambda a, index: a[index])
 defvjp("scatter_add", lambda g, out, src, index, shape: g[index], call=_scatter_add)
 defvjp("identity", lambda g, out, a: g, call=lambda a: record("identity", a._data, (a,)))
+# A stop-gradient, recorded only while tracing (detach(), no_grad()): the backward sweep passes no gradient through it.
+defvjp("detach", call=lambda a: a.detach())
 defvjp_argnum("stack", _stack_vjp, call=lambda *parts, axis: stack(parts, axis=axis))
 defvjp_argnum("first_order", _first_order_vjp)

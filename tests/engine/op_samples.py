@@ -186,6 +186,7 @@ SAMPLES: dict[str, Sample] = {
     "getitem": _getitem_sample,
     "scatter_add": _scatter_add_sample,
     "identity": UNARY,
+    "detach": UNARY,
     "stack": _stack_sample,
 }
 
