@@ -61,6 +61,7 @@ from course_grader.protocol import (
 from course_grader.sandbox import Limits, Sandbox
 
 MAX_TEXT = 4000
+HIDDEN_MESSAGE = "raised during the hidden tests (their messages are not shown: they may hold the hidden inputs)"
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 
 
@@ -428,6 +429,7 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
                 "cell_timeout": cell_timeout,
                 "rlimits": sandbox.limits.rlimits(),
                 "course_lib_parent": sandbox.inside_course_lib_parent,
+                "answers": sorted(ANSWER_NAMES),
                 "debug": DEBUG,
             }
         )
@@ -547,6 +549,10 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         verdict.error = type(error).__name__
         verdict.in_test_code = raised_in_test(error)
         verdict.message = clip(str(error))
+        if verdict.phase == "hidden" and not (verdict.in_test_code and isinstance(error, AssertionError)):
+            # Text that did not come from the test itself may carry what the student's code
+            # made of the hidden inputs: only the exception's type leaves.
+            verdict.message = HIDDEN_MESSAGE
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
         if verdict.phase == "references":
             verdict.message = (

@@ -77,6 +77,7 @@ class Job(TypedDict):
     cell_timeout: float
     rlimits: dict[str, int]
     course_lib_parent: str
+    answers: list[str]  # what the solution's answer cells bind: the student's, for set-up functions
 
 
 class Cell(TypedDict):

@@ -1,0 +1,147 @@
+"""Seams between the student's process and the verdict (issue 27), one graded part at a time.
+
+Each test grades only the parts an attack (or an honest idiom) concerns, in the real sandbox,
+straight from the committed source and released notebooks (no nbgrader run), so that each
+costs a few seconds. A hand-in's fair score is the one it gets when the notebook runs top to
+bottom in Jupyter.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbgrader_helpers import ROOT, fill_in
+
+from course_grader.handin import grade_hand_in
+from course_grader.rules import read_rules
+from course_grader.sandbox import Limits, Sandbox, find_bwrap
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
+
+PS01, PS13 = "ps01_finite_differences", "ps13_capstone"
+
+
+def grade(assignment: str, answers: dict[str, str], only: set[str], timeout: float = 30) -> dict:
+    """{grade id: (points, message)} of the ``only`` parts of a hand-in with ``answers`` (the
+    solution's answers elsewhere)."""
+    name = f"{assignment}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / assignment / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=90, cpu_seconds=90), rules=read_rules(ROOT / "solutions" / assignment))
+    results = grade_hand_in(
+        source, fill_in(release, source, answers), ROOT / "exercises" / assignment, sandbox, timeout, name, only
+    )
+    return {r.grade_id: (r.points, r.message) for r in results}
+
+
+# ps13: a recursive topological_order fails the chains 100,000 and 60,000 deep (and, through
+# backward, the sin chain 5,000 deep); the forgery answers the set-up functions those tests
+# call on the student's side with the right numbers, computed without sorting.
+RECURSIVE_ORDER = """
+def topological_order(root):
+    order, seen = [], set()
+
+    def visit(node):
+        if node in seen:
+            return
+        seen.add(node)
+        for parent in node._parents:
+            visit(parent)
+        order.append(node)
+
+    visit(root)
+    return order
+"""
+
+FORGED_SETUP = """
+import __main__
+import math
+
+_real = dict(__main__.SETUP)
+
+
+def _positions(sort, make_graph, *args):
+    try:
+        return _real["sorted_positions"](sort, make_graph, *args)
+    except RecursionError:
+        return list(range(len(make_graph(*args))))
+
+
+def _sin_chain(depth, x=0.5):
+    want = 1.0
+    for _ in range(depth):
+        want, x = want * math.cos(x), math.sin(x)
+    return want
+
+
+_forged = dict(_real, sorted_positions=_positions, sin_chain_gradient=_sin_chain)
+__main__.SETUP = _forged
+__main__.SETUP_FUNCTIONS = _forged
+"""
+
+# The same forgery without the global: the set-up functions' own code replaced in place.
+FORGED_CODE = """
+def _positions(sort, make_graph, *args):
+    return list(range(len(make_graph(*args))))
+
+
+def _sin_chain(depth, x=0.5):
+    import math
+    want = 1.0
+    for _ in range(depth):
+        want, x = want * math.cos(x), math.sin(x)
+    return want
+
+
+sorted_positions.__code__ = _positions.__code__
+sin_chain_gradient.__code__ = _sin_chain.__code__
+"""
+
+# ... or a name the set-up functions look up rebound, to hand the sort the nodes in the order
+# they were made.
+FORGED_GLOBALS = """
+_built = []
+_build_values = build_values
+
+
+def build_values(parents):
+    _built[:] = _build_values(parents)
+    return _built
+
+
+_recursive = topological_order
+
+
+def topological_order(root):
+    try:
+        return _recursive(root)
+    except RecursionError:
+        return list(_built)
+"""
+
+
+@pytest.mark.parametrize("forgery", [FORGED_SETUP, FORGED_CODE, FORGED_GLOBALS], ids=["global", "code", "globals"])
+def test_ps13_set_up_functions_cannot_be_forged(forgery):
+    """Fair: 0/2 for a recursive topological_order."""
+    got = grade(PS13, {"topological_order": RECURSIVE_ORDER + forgery}, {"test_topological_order"})
+    assert got["test_topological_order"][0] == 0, got
+
+
+# ps01: an observed_order that answers the visible test (x = 6) and echoes the hidden inputs.
+ECHOES = {
+    "raises": "        raise ValueError(f'ECHO {x!r} {h!r}')\n",
+    "asserts": "        assert False, f'ECHO {x!r} {h!r}'\n",
+    "returns_text": "        return f'ECHO {x!r} {h!r}'\n",
+}
+
+
+@pytest.mark.parametrize("echo", sorted(ECHOES))
+def test_feedback_of_hidden_tests_carries_no_text_of_the_students_code(echo):
+    code = (
+        "def observed_order(f, x, f_prime, method, h):\n    if x != 6.0:\n"
+        + ECHOES[echo]
+        + "    return float(np.log10(abs(method(f, x, h) - f_prime) / abs(method(f, x, h / 10) - f_prime)))\n"
+    )
+    points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
+    assert points == 0, message
+    assert "ECHO" not in message and "hidden tests" in message, message
