@@ -30,6 +30,7 @@ import io
 import json
 import operator
 import os
+import resource
 import signal
 import sys
 import time
@@ -601,6 +602,7 @@ def main() -> None:
     ANSWER_NAMES.update(job["names"])
     ARITHMETIC.update(job["classes"])
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
+    resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
     sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=job.get("rules", []), slot=job.get("slot", 0))
     results = []
     skipped: dict[str, str] = {}
@@ -637,6 +639,9 @@ def main() -> None:
         if not verdict.passed:
             failed_answers.update(part["answers"])
         results.append(asdict(verdict))
+    if DEBUG:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        sys.stderr.write(f"judge: peak resident memory {peak:.0f} MB\n")
     sys.stdout.write(json.dumps(results))
     sys.stdout.flush()
     os._exit(0)

@@ -66,6 +66,9 @@ READY = "ready"
 
 MAX_DEPTH = 64  # nesting of lists, tuples and dicts
 MAX_MESSAGE = 64 * 1024**2  # bytes of one message
+# Values of one message (counted by its brackets and commas before it is parsed): each costs
+# the reader up to ~64 bytes twice (parsed, then rebuilt), so ~200 MB at most per message.
+MAX_VALUES = 2_000_000
 MAX_ELEMENTS = 8 * 1024**2  # entries of one array
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
 
@@ -194,6 +197,7 @@ class Codec:
         self.make_proxy = make_proxy
         self.proxy_numbers: dict[int, int] = {}  # id(proxy) -> the other side's handle number
         self.unused: list[int] = []  # the other side's handles no proxy here stands for any more
+        self.budget: int | None = None  # values an answer may still hold, while one is encoded
 
     def setup_function(self, name: str) -> Any:
         raise ProtocolError("no set-up functions on this side")
@@ -233,6 +237,10 @@ class Codec:
     def encode(self, value: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise ValueError(f"a value nested deeper than {MAX_DEPTH} levels cannot be sent")
+        if self.budget is not None:
+            self.budget -= 1
+            if self.budget < 0:
+                raise ValueError(f"a value too large to send: more than {MAX_VALUES:,} numbers, lists or other values")
         number = self.proxy_numbers.get(id(value))
         if number is not None and self.proxies.get(number) is value:
             return {self.other_tag: number}
@@ -378,7 +386,9 @@ class Endpoint:
         self.debug = False  # print the tracebacks of failed requests (on stderr)
 
     def send(self, message: dict) -> None:
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def write(self, data: bytes) -> None:
         try:
             self.writer.write(data)
         except (BrokenPipeError, OSError) as error:
@@ -390,10 +400,14 @@ class Endpoint:
             raise ChannelClosed("the other side closed the channel")
         if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
             raise ProtocolError(f"a message longer than {MAX_MESSAGE} bytes")
+        if too_large(line):
+            raise ProtocolError(f"a message of more than {MAX_VALUES:,} values")
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
             raise ProtocolError("a message that is not JSON") from None
+        except MemoryError:
+            raise ProtocolError("a message too large to read in the grader's memory") from None
         if type(message) is not dict:
             raise ProtocolError("a message that is not a JSON object")
         return message
@@ -426,7 +440,18 @@ class Endpoint:
         if "free" in message:
             self.codec.forget(message["free"])
         try:
-            value = self.codec.encode(self.serve(message))
+            result = self.serve(message)
+            self.codec.budget = MAX_VALUES // 2  # a value may take two brackets or commas
+            try:
+                reply = {"re": number, "value": self.codec.encode(result)}
+            finally:
+                self.codec.budget = None
+            data = json.dumps(reply, separators=(",", ":")).encode() + b"\n"
+            if len(data) > MAX_MESSAGE or too_large(data):
+                raise ValueError(
+                    f"a value too large to send ({len(data):,} bytes; at most {MAX_MESSAGE:,} bytes "
+                    f"and {MAX_VALUES:,} numbers, lists or other values in one answer)"
+                )
         except (ChannelClosed, ProtocolError):
             raise
         except BaseException as error:  # noqa: BLE001 - every failure is the other side's answer
@@ -439,7 +464,13 @@ class Endpoint:
             if _fatal(error):
                 raise
             return
-        self.send({"re": number, "value": value})
+        self.write(data)
+
+
+def too_large(data: bytes) -> bool:
+    """Whether a message holds more than ``MAX_VALUES`` values (an upper bound: its brackets
+    and commas, counted without parsing it)."""
+    return data.count(b",") + data.count(b"[") + data.count(b"{") > MAX_VALUES
 
 
 def _message(error: BaseException) -> str:

@@ -63,6 +63,9 @@ class Limits:
     file_bytes: int = 64 * 1024**2
     processes: int = 16  # honest answers start none; a fork bomb gets this many and no more
     output_bytes: int = 1024**2
+    # The judge's own heap (RLIMIT_DATA, set on itself): the protocol's caps keep a reply to a
+    # few hundred MB; this bounds the rest (a test of the judge's own run amok).
+    judge_memory_bytes: int = 1536 * 1024**2
 
     def rlimits(self) -> dict[str, int]:
         """The kernel's resource limits, by ``resource`` name, for the runner to set on itself

@@ -8,11 +8,15 @@ bottom in Jupyter.
 
 from __future__ import annotations
 
+import os
+import threading
+
 import nbformat
 import pytest
 from nbgrader_helpers import ROOT, fill_in
 
 from course_grader.handin import grade_hand_in
+from course_grader.protocol import MAX_VALUES, Codec, Endpoint, ProtocolError
 from course_grader.rules import read_rules
 from course_grader.sandbox import Limits, Sandbox, find_bwrap
 
@@ -145,3 +149,22 @@ def test_feedback_of_hidden_tests_carries_no_text_of_the_students_code(echo):
     points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
     assert points == 0, message
     assert "ECHO" not in message and "hidden tests" in message, message
+
+
+def test_a_reply_of_too_many_values_costs_its_part_with_a_clear_message():
+    code = "def observed_order(f, x, f_prime, method, h):\n    return [[] for _ in range(1_100_000)]\n"
+    points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
+    assert points == 0 and "too large to send" in message, message
+
+
+def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
+    """What a runner whose sending side the student rewrote could still send: 3 MB of empty
+    lists, 2.1 million Python objects (~130 MB) if parsed."""
+    read, write = os.pipe()
+    endpoint = Endpoint(read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k: None), lambda m: None)
+    line = b'{"re":1,"value":[' + b"[]," * (MAX_VALUES + 100_000) + b"[]]}\n"
+    writer = threading.Thread(target=lambda: (os.write(write, line), os.close(write)))
+    writer.start()
+    with pytest.raises(ProtocolError, match="values"):
+        endpoint.receive()
+    writer.join()
