@@ -41,8 +41,8 @@ from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import GradingFailed, PartResult, grade_hand_in
 from course_grader.intake import MAX_NOTEBOOK_BYTES, id_problem, id_problems, normalised, notebook_problem
 from course_grader.parts import secret_lines
-from course_grader.rules import read_rules
-from course_grader.sandbox import Limits, Sandbox, SandboxMissing, course_lib_root
+from course_grader.rules import course_lib_root, read_rules
+from course_grader.sandbox import Limits, Sandbox, SandboxMissing
 
 
 @dataclass

@@ -63,7 +63,7 @@ def judge_job(
         ],
         "limits": asdict(sandbox.limits),
         "unsafe": sandbox.unsafe,
-        "rules": list(sandbox.rules),
+        "rules": asdict(sandbox.rules),
         "slot": sandbox.slot,
         "cell_timeout": cell_timeout,
         "files": str(files),

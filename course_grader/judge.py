@@ -59,6 +59,7 @@ from course_grader.protocol import (
     clip,
     convert,
 )
+from course_grader.rules import Rules
 from course_grader.sandbox import Limits, Sandbox
 
 MAX_TEXT = 4000
@@ -603,7 +604,8 @@ def main() -> None:
     ARITHMETIC.update(job["classes"])
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
-    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=job.get("rules", []), slot=job.get("slot", 0))
+    rules = Rules(**{k: tuple(v) for k, v in job["rules"].items()})
+    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0))
     results = []
     skipped: dict[str, str] = {}
     failed_answers: set[str] = set()  # answer cells some part that tests them failed on

@@ -108,7 +108,7 @@ class JudgeJob(TypedDict):
     parts: list[PartJob]
     limits: dict[str, int | float]
     unsafe: bool
-    rules: list[str]
+    rules: dict[str, list[str]]  # course_grader.rules.Rules, as a dict
     slot: int
     cell_timeout: float
     files: str  # the released data files and the hand-in

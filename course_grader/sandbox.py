@@ -17,8 +17,9 @@ runs as its own unprivileged user, so the kernel's per-user process limit is tha
 alone. Per-process limits (CPU time, address space, file size, processes) apply in every
 case, and the whole sandbox is killed at its wall-clock limit.
 
-Functions an assignment asks students to write themselves (its ``rules``) are absent from
-the course_lib the sandbox sees (:mod:`course_grader.rules`).
+Functions and modules an assignment asks students to write themselves (its ``rules``) are
+absent from the course_lib the sandbox sees, and so are other autodiff engines installed
+beside it (PyTorch, JAX, ...) unless the assignment allows them (:mod:`course_grader.rules`).
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
 flag; then the same runner runs with the same limits and an empty environment, but with the
@@ -37,7 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import course_lib
+from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 
 RUNNER = Path(__file__).with_name("runner.py")
 PROTOCOL = Path(__file__).with_name("protocol.py")
@@ -81,11 +82,6 @@ class Limits:
 
 def find_bwrap() -> str | None:
     return shutil.which("bwrap")
-
-
-def course_lib_root() -> Path:
-    """The folder holding the ``course_lib`` package the grader grades against."""
-    return Path(course_lib.__file__).resolve().parent.parent
 
 
 def _python_roots() -> list[Path]:
@@ -264,7 +260,7 @@ class Sandbox:
         self,
         limits: Limits | None = None,
         unsafe: bool = False,
-        rules: list[str] | tuple[str, ...] = (),
+        rules: Rules | None = None,
         slot: int = 0,
     ):
         self.limits = limits or Limits()
@@ -279,10 +275,10 @@ class Sandbox:
             )
         self.isolated = self.bwrap is not None and not unsafe
         self.slot = slot
-        self.rules = tuple(rules)
-        from course_grader.rules import course_lib_without
-
-        self.lib_parent = course_lib_without(rules) if rules else course_lib_root()
+        self.rules = rules or Rules()
+        changed = self.rules.changes_course_lib
+        self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
+        self.hidden = hidden_packages(self.rules.packages) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -318,6 +314,8 @@ class Sandbox:
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
         for root in _python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
+        for stub, package in self.hidden:  # after the environment: mounted over its packages
+            cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.groups is not None:

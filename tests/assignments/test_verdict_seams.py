@@ -168,3 +168,27 @@ def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
     with pytest.raises(ProtocolError, match="values"):
         endpoint.receive()
     writer.join()
+
+
+TORCH_CROSS_ENTROPY = """
+def cross_entropy(logits, labels):
+    import torch
+
+    z = torch.tensor(logits.data, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(z, torch.tensor(np.asarray(labels)))
+    (slope,) = torch.autograd.grad(loss, z)
+    out = Tensor(float(loss), (logits,), "cross_entropy")
+
+    def _backward(grad):
+        logits.grad += grad * slope.numpy()
+
+    out._backward = _backward
+    return out
+"""
+
+
+def test_other_autodiff_engines_are_absent_from_the_sandbox():
+    """ps13's cross_entropy with its gradient from PyTorch (where PyTorch is installed, as for
+    ps10): the sandbox's view of the environment has no PyTorch for ps13."""
+    points, message = grade(PS13, {"cross_entropy": TORCH_CROSS_ENTROPY}, {"test_cross_entropy"})["test_cross_entropy"]
+    assert points == 0 and "exercise rule" in message, message
