@@ -339,7 +339,7 @@ def _serve(message: dict) -> Any:
     number = target_data["$r"]
     target = codec.decode(target_data)
     if op == "call":
-        if number not in codec.callable:
+        if number not in codec.callable and not _from_reference(target):
             raise ReadOnly("only the functions a test hands to your code may be called")
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
@@ -366,6 +366,17 @@ def _serve(message: dict) -> Any:
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
+
+
+def _from_reference(target: Any) -> bool:
+    """Whether ``target`` is code of a reference solution standing in for an earlier part (a
+    method of the reference ``MLP``, or one of its instances, called): the student's later code
+    uses it as it would use its own."""
+    function = getattr(target, "__func__", target)
+    if not isinstance(function, types.FunctionType):
+        function = vars(type(target)).get("__call__")
+    code = getattr(function, "__code__", None)
+    return isinstance(code, types.CodeType) and code.co_filename.startswith("<reference ")
 
 
 CHANNEL: Endpoint

@@ -29,7 +29,7 @@ import json
 import operator
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Literal, TypedDict
 
 import numpy as np
@@ -187,13 +187,16 @@ class Codec:
     ``mine`` is this side's table of objects it has handed out (handle number -> object);
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
-    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any]):
+    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any], keep_proxies: bool = False):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}  # id(object) -> handle number
         self.counter = 0
         # Proxies live as long as this side uses them; then the other side may forget the object.
-        self.proxies: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        # With ``keep_proxies`` they live as long as this side (the runner's stand-ins for the
+        # test's objects: the same object read twice is the same stand-in, with the same id(),
+        # even when the student's code kept only its id, as a Counter keyed by id(node) does).
+        self.proxies: MutableMapping[int, Any] = {} if keep_proxies else weakref.WeakValueDictionary()
         self.make_proxy = make_proxy
         self.proxy_numbers: dict[int, int] = {}  # id(proxy) -> the other side's handle number
         self.unused: list[int] = []  # the other side's handles no proxy here stands for any more
@@ -226,7 +229,8 @@ class Codec:
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
                 self.unused.remove(number)
-            weakref.finalize(proxy, self._unused, number, id(proxy))
+            if isinstance(self.proxies, weakref.WeakValueDictionary):
+                weakref.finalize(proxy, self._unused, number, id(proxy))
         return proxy
 
     def _unused(self, number: int, key: int) -> None:

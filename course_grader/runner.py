@@ -315,7 +315,7 @@ JUDGE: Endpoint
 def main() -> None:
     global JUDGE
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted), serve)
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)
     job = JUDGE.receive()
     JUDGE.debug = job.get("debug") is True
     for name, value in job["rlimits"].items():  # before any of the student's code runs

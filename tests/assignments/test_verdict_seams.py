@@ -192,3 +192,59 @@ def test_other_autodiff_engines_are_absent_from_the_sandbox():
     ps10): the sandbox's view of the environment has no PyTorch for ps13."""
     points, message = grade(PS13, {"cross_entropy": TORCH_CROSS_ENTROPY}, {"test_cross_entropy"})["test_cross_entropy"]
     assert points == 0 and "exercise rule" in message, message
+
+
+# ps04: Kahn's algorithm with the child counts in a Counter keyed by id(parent), a common and
+# correct idiom; the nodes a test hands over are read again and again through node.parents.
+COUNTS_BY_ID = """
+from collections import Counter
+
+
+def child_count_order(output):
+    counts, seen, stack = Counter(), {id(output)}, [output]
+    while stack:
+        for parent in stack.pop().parents:
+            counts[id(parent)] += 1
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    order, ready = [], [output]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for parent in node.parents:
+            counts[id(parent)] -= 1
+            if counts[id(parent)] == 0:
+                ready.append(parent)
+    return order
+"""
+
+
+def test_stand_ins_keep_their_identity_for_an_id_keyed_counter():
+    got = grade("ps04_topological_sort", {"child_count_order": COUNTS_BY_ID}, {"test_child_count_order"}, 60)
+    assert got["test_child_count_order"][0] == 2, got
+
+
+# ps13: cross_entropy with one honest mistake (no max shift, a sum instead of the mean); the
+# reference cross_entropy and MLP then stand in for it in the judge, and the student's correct
+# train_step calls the reference MLP's methods.
+CROSS_ENTROPY_SUMMED = """
+def cross_entropy(logits, labels):
+    labels = np.asarray(labels)
+    rows = np.arange(len(labels))
+    log_probs = logits.data - np.log(np.exp(logits.data).sum(axis=1, keepdims=True))
+    out = Tensor(-log_probs[rows, labels].sum(), (logits,), "cross_entropy")
+
+    def _backward(grad):
+        delta = np.exp(log_probs)
+        delta[rows, labels] -= 1.0
+        logits.grad += grad * delta
+
+    out._backward = _backward
+    return out
+"""
+
+
+def test_an_honest_mistake_costs_only_its_own_part():
+    got = grade(PS13, {"cross_entropy": CROSS_ENTROPY_SUMMED}, {"test_cross_entropy", "test_train_step"}, 60)
+    assert got["test_cross_entropy"][0] == 0 and got["test_train_step"][0] == 2, got
