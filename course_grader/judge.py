@@ -118,7 +118,8 @@ class Remote:
         self.__ask("setattr", name=name, value=grant(value))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.__ask("call", args=grant(list(args)), kwargs=grant(kwargs))
+        arrays, (args_data, kwargs_data) = granted_arguments(args, kwargs)
+        return self.__ask("call", args=args_data, kwargs=kwargs_data, write_back=arrays)
 
     def __getitem__(self, key: Any) -> Any:
         return self.__ask("getitem", key=send(key))
@@ -215,8 +216,9 @@ class RemoteMethod:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         target = {"$h": object.__getattribute__(self.owner, "_Remote__n")}
+        arrays, (args_data, kwargs_data) = granted_arguments(args, kwargs)
         return CHANNEL.request(
-            "callmethod", target=target, name=self.name, args=grant(list(args)), kwargs=grant(kwargs)
+            "callmethod", target=target, name=self.name, args=args_data, kwargs=kwargs_data, write_back=arrays
         )
 
     def __repr__(self) -> str:
@@ -309,6 +311,19 @@ def grant(value: Any) -> Any:
         return codec.encode(value)
     finally:
         codec.granting = False
+
+
+def granted_arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[Any, Any]]:
+    """A call's arguments, encoded (granted), and the writeable arrays among them: what the
+    student's code writes into its copies of those is written back into them, so a test that
+    checks its inputs were left alone sees what a call in Jupyter would have left."""
+    codec = CHANNEL.codec
+    codec.arrays = []
+    try:
+        data = grant(list(args)), grant(kwargs)
+        return codec.arrays, data
+    finally:
+        codec.arrays = None
 
 
 # What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,

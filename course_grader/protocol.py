@@ -201,6 +201,10 @@ class Codec:
         self.proxy_numbers: dict[int, int] = {}  # id(proxy) -> the other side's handle number
         self.unused: list[int] = []  # the other side's handles no proxy here stands for any more
         self.budget: int | None = None  # values an answer may still hold, while one is encoded
+        # Writeable arrays crossing as a call's arguments, in order, while they are encoded
+        # (the judge's originals) or decoded (the runner's copies, with their contents then):
+        # what the student's code changes in them is written back (:class:`InPlace`).
+        self.arrays: list | None = None
 
     def setup_function(self, name: str) -> Any:
         raise ProtocolError("no set-up functions on this side")
@@ -269,6 +273,8 @@ class Codec:
         if kind is dict:
             return {"$d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
         if kind is np.ndarray and value.dtype.kind in "biufc" and value.dtype != object:
+            if self.arrays is not None and value.flags.writeable:
+                self.arrays.append(value)
             code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
             data: np.ndarray = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
             return {
@@ -316,7 +322,10 @@ class Codec:
         if tag == "$big":
             return int(_str(body)[:5000])
         if tag == "$nd":
-            return _array(body)
+            array = _array(body)
+            if self.arrays is not None and array.flags.writeable:
+                self.arrays.append((array, array.copy()))
+            return array
         if tag == "$ns":  # a NumPy scalar (it has .shape, .ndim, .item() as the student's had)
             code, item = _list(body)
             if code not in ARRAY_DTYPES or type(item) not in (bool, int, float, dict):
@@ -416,8 +425,12 @@ class Endpoint:
             raise ProtocolError("a message that is not a JSON object")
         return message
 
-    def request(self, op: str, **fields: Any) -> Any:
-        """Ask the other side to do ``op``; serve its own requests until the reply comes."""
+    def request(self, op: str, write_back: list | None = None, **fields: Any) -> Any:
+        """Ask the other side to do ``op``; serve its own requests until the reply comes.
+
+        ``write_back``: the writeable arrays the request's arguments hold (``Codec.arrays``),
+        which get what the other side's code wrote into its copies of them, as a call in one
+        process would leave them."""
         self.counter += 1
         number = self.counter
         if self.codec.unused:
@@ -435,7 +448,17 @@ class Endpoint:
                 if type(error) is not dict:
                     raise ProtocolError("a malformed error")
                 raise rebuild_error(clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", ""))))
+            if write_back and type(message.get("changed")) is list:
+                self._write_back(write_back, message["changed"])
             return self.codec.decode(message.get("value"))
+
+    def _write_back(self, arrays: list, changed: list) -> None:
+        for entry in changed:
+            index, data = _list(entry)
+            new = self.codec.decode(data)
+            if type(index) is int and 0 <= index < len(arrays) and type(new) is np.ndarray:
+                if new.shape == arrays[index].shape:
+                    np.copyto(arrays[index], new, casting="unsafe")
 
     def answer(self, message: dict) -> None:
         """Serve one request of the other side and send the reply."""
@@ -445,9 +468,14 @@ class Endpoint:
             self.codec.forget(message["free"])
         try:
             result = self.serve(message)
+            changed = []
+            if isinstance(result, InPlace):
+                result, changed = result.value, result.changed
             self.codec.budget = MAX_VALUES // 2  # a value may take two brackets or commas
             try:
                 reply = {"re": number, "value": self.codec.encode(result)}
+                if changed:
+                    reply["changed"] = [[k, self.codec.encode(a)] for k, a in changed]
             finally:
                 self.codec.budget = None
             data = json.dumps(reply, separators=(",", ":")).encode() + b"\n"
@@ -469,6 +497,19 @@ class Endpoint:
                 raise
             return
         self.write(data)
+
+
+class InPlace:
+    """A call's result, with the argument arrays the call changed: (their index among the
+    writeable arrays of the arguments, their contents now)."""
+
+    def __init__(self, value: Any, arrays: list[tuple[np.ndarray, np.ndarray]]):
+        self.value = value
+        self.changed = [
+            (k, now)
+            for k, (now, before) in enumerate(arrays)
+            if now.shape != before.shape or now.tobytes() != before.tobytes()
+        ]
 
 
 def too_large(data: bytes) -> bool:

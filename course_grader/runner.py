@@ -36,6 +36,7 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     CellOutcome,
     Codec,
     Endpoint,
+    InPlace,
     clip,
     convert,
 )
@@ -208,14 +209,18 @@ def serve(message: dict) -> Any:
         value = getattr(target, str(message.get("name")))
         bound = getattr(value, "__self__", None) is target and callable(value)
         return (True, None) if bound else (False, value)
-    if op == "callmethod":
-        method = getattr(target, str(message.get("name")))
-        return method(*decode(message.get("args")), **decode(message.get("kwargs")))
+    if op in ("call", "callmethod"):
+        function = getattr(target, str(message.get("name"))) if op == "callmethod" else target
+        JUDGE.codec.arrays = []
+        try:
+            args, kwargs = decode(message.get("args")), decode(message.get("kwargs"))
+            arrays = JUDGE.codec.arrays
+        finally:
+            JUDGE.codec.arrays = None
+        return InPlace(function(*args, **kwargs), arrays)
     if op == "setattr":
         setattr(target, str(message.get("name")), decode(message.get("value")))
         return None
-    if op == "call":
-        return target(*decode(message.get("args")), **decode(message.get("kwargs")))
     if op == "getitem":
         return target[decode(message.get("key"))]
     if op == "setitem":

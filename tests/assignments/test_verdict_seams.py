@@ -152,7 +152,7 @@ def test_feedback_of_hidden_tests_carries_no_text_of_the_students_code(echo):
 
 
 def test_a_reply_of_too_many_values_costs_its_part_with_a_clear_message():
-    code = "def observed_order(f, x, f_prime, method, h):\n    return [[] for _ in range(1_100_000)]\n"
+    code = "def observed_order(f, x, f_prime, method, h):\n    return [[]] * 1_100_000\n"
     points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
     assert points == 0 and "too large to send" in message, message
 
@@ -248,3 +248,21 @@ def cross_entropy(logits, labels):
 def test_an_honest_mistake_costs_only_its_own_part():
     got = grade(PS13, {"cross_entropy": CROSS_ENTROPY_SUMMED}, {"test_cross_entropy", "test_train_step"}, 60)
     assert got["test_cross_entropy"][0] == 0 and got["test_train_step"][0] == 2, got
+
+
+STANDARDISE_IN_PLACE = """
+def standardise(X_train, X_test):
+    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+    X_test -= mean
+    X_test /= std
+    X_train -= mean
+    X_train /= std
+    return X_train, X_test
+"""
+
+
+def test_a_check_that_inputs_are_left_alone_sees_what_the_students_code_did():
+    """ps06's standardise working in place returns the right arrays but changes its inputs,
+    which the test checks: 0/2, as when the notebook runs in Jupyter."""
+    got = grade("ps06_training_mlp", {"standardise": STANDARDISE_IN_PLACE}, {"test_standardise"})
+    assert got["test_standardise"][0] == 0 and "modified its inputs" in got["test_standardise"][1], got
