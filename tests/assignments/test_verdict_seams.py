@@ -266,3 +266,34 @@ def test_a_check_that_inputs_are_left_alone_sees_what_the_students_code_did():
     which the test checks: 0/2, as when the notebook runs in Jupyter."""
     got = grade("ps06_training_mlp", {"standardise": STANDARDISE_IN_PLACE}, {"test_standardise"})
     assert got["test_standardise"][0] == 0 and "modified its inputs" in got["test_standardise"][1], got
+
+
+# ps06: no training at all; the "model" looks the test flowers up among the public held-out
+# labels, and its parameters are an untrained network's.
+HELD_OUT_LOOKUP = """
+class Lookup:
+    def __init__(self, seed):
+        self.untrained = MLP([4, 16, 3], rng=seed)
+
+    def parameters(self):
+        return self.untrained.parameters()
+
+    def __call__(self, X):
+        X = np.asarray(X.data if isinstance(X, Tensor) else X)
+        logits = np.zeros((len(X), 3))
+        for raw in (X_test_raw, standardise(X_train_raw, X_test_raw)[1]):
+            for row, flower in enumerate(X):
+                match = np.flatnonzero(np.all(np.isclose(raw, flower), axis=1))
+                if len(match):
+                    logits[row, y_test[match[0]]] = 1.0
+        return Tensor(logits)
+
+
+def train(seed):
+    return Lookup(seed)
+"""
+
+
+def test_a_lookup_of_the_held_out_labels_is_not_training():
+    got = grade("ps06_training_mlp", {"train": HELD_OUT_LOOKUP}, {"test_train"})
+    assert got["test_train"][0] == 0, got
