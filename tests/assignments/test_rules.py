@@ -31,7 +31,7 @@ def test_every_assignment_lists_its_rules_and_each_one_holds(assignment):
     assert (ROOT / "solutions" / assignment / "rules.toml").exists(), f"{assignment} has no rules.toml"
     assert ("torch" in read.packages) is (assignment != "ps10_pytorch_comparison"), read.packages
     assert {"jax", "autograd", "sympy", "scipy", "tensorflow", "functorch"} <= set(read.packages), read.packages
-    if not rules:
+    if not rules and not read.modules:
         text = (ROOT / "solutions" / assignment / "rules.toml").read_text()
         assert "nothing is ruled out" in text, f"{assignment}: an empty rule list must say why"
         return
@@ -59,6 +59,7 @@ else:
         for rule in rules
     ) + "".join(
         f"""
+import importlib
 try:
     importlib.import_module({module!r})
 except ModuleNotFoundError as error:

@@ -26,7 +26,7 @@ PS01, PS13 = "ps01_finite_differences", "ps13_capstone"
 
 
 def grade(assignment: str, answers: dict[str, str], only: set[str], timeout: float = 30) -> dict:
-    """{grade id: (points, message)} of the ``only`` parts of a hand-in with ``answers`` (the
+    """{grade id: (points, message and notes)} of the ``only`` parts of a hand-in with ``answers`` (the
     solution's answers elsewhere)."""
     name = f"{assignment}.ipynb"
     source = nbformat.read(ROOT / "solutions" / assignment / name, as_version=4)
@@ -35,7 +35,7 @@ def grade(assignment: str, answers: dict[str, str], only: set[str], timeout: flo
     results = grade_hand_in(
         source, fill_in(release, source, answers), ROOT / "exercises" / assignment, sandbox, timeout, name, only
     )
-    return {r.grade_id: (r.points, r.message) for r in results}
+    return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
 
 
 # ps13: a recursive topological_order fails the chains 100,000 and 60,000 deep (and, through
@@ -297,3 +297,27 @@ def train(seed):
 def test_a_lookup_of_the_held_out_labels_is_not_training():
     got = grade("ps06_training_mlp", {"train": HELD_OUT_LOOKUP}, {"test_train"})
     assert got["test_train"][0] == 0, got
+
+
+# ps12: make_program is to be written; course_lib's is ruled out, but its parts were not.
+ASSEMBLED_MAKE_PROGRAM = """
+from course_lib.tensor.grad_mode import _tracing
+from course_lib.trace import Trace, _read_program, flatten
+
+
+def make_program(f, *args):
+    t = Trace()
+    token = _tracing.set(t)
+    try:
+        inputs = [t.new_input(a) for a in args]
+        leaves, _ = flatten(f(*inputs))
+        return _read_program(inputs, leaves, t.ids)
+    finally:
+        _tracing.reset(token)
+        t.finish()
+"""
+
+
+def test_a_ruled_out_function_cannot_be_assembled_from_its_modules_parts():
+    got = grade("ps12_tracing", {"make_program": ASSEMBLED_MAKE_PROGRAM}, {"test_make_program"})
+    assert got["test_make_program"][0] == 0 and "exercise rule" in got["test_make_program"][1], got
