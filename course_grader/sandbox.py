@@ -312,10 +312,12 @@ class Sandbox:
             (scratch / ".tmp").mkdir(exist_ok=True)
             os.chmod(scratch / ".tmp", 0o1777)
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
-        for root in _python_roots():
+        roots = _python_roots()
+        for root in roots:
             cmd += ["--ro-bind", str(root), str(root)]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
-            cmd += ["--ro-bind", str(stub), str(package)]
+            if any(package.is_relative_to(root) for root in roots):  # else the sandbox never sees it
+                cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.groups is not None:
