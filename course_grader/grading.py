@@ -22,7 +22,6 @@ summary lists what needs a human. Security model: README, "Security model".
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import queue
@@ -39,10 +38,18 @@ from pathlib import Path
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.handin import GradingFailed, PartResult, grade_hand_in
-from course_grader.intake import MAX_NOTEBOOK_BYTES, id_problem, id_problems, normalised, notebook_problem
-from course_grader.parts import secret_lines
-from course_grader.rules import read_rules
-from course_grader.sandbox import Limits, Sandbox, SandboxMissing, course_lib_root
+from course_grader.intake import (
+    MAX_NOTEBOOK_BYTES,
+    id_problem,
+    id_problems,
+    normalised,
+    notebook_problem,
+    restore_metadata,
+    restore_order,
+)
+from course_grader.parts import nbgrader_meta, secret_lines
+from course_grader.rules import course_lib_root, read_rules
+from course_grader.sandbox import Limits, Sandbox, SandboxMissing
 
 
 @dataclass
@@ -55,50 +62,6 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
-
-
-def _nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _restore_metadata(nb, release) -> int:
-    """Give cells whose nbgrader metadata was dropped (Colab does this) the metadata of the
-    released cell they correspond to, by aligning the two notebooks' cell sources.
-
-    Unchanged cells align exactly; an answer cell the student filled in sits at the same
-    place between them. Returns the number of cells repaired."""
-    if any(_nbgrader_meta(c) for c in nb.cells):
-        return 0
-    key = [(c.cell_type, c.source.strip()) for c in release.cells]
-    theirs = [(c.cell_type, c.source.strip()) for c in nb.cells]
-    repaired = 0
-    matcher = difflib.SequenceMatcher(a=key, b=theirs, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
-            for i, j in zip(range(i1, i2), range(j1, j2)):
-                meta = _nbgrader_meta(release.cells[i])
-                if meta and release.cells[i].cell_type == nb.cells[j].cell_type:
-                    nb.cells[j].metadata["nbgrader"] = dict(meta)
-                    repaired += 1
-    return repaired
-
-
-def _restore_order(nb, release) -> bool:
-    """Put graded and answer cells back in the released order, each carrying along the
-    cells the student added after it. Returns True when the order changed."""
-    rank = {_nbgrader_meta(c)["grade_id"]: k for k, c in enumerate(release.cells) if _nbgrader_meta(c)}
-    blocks: list[list] = [[]]
-    for cell in nb.cells:
-        if _nbgrader_meta(cell).get("grade_id") in rank:
-            blocks.append([cell])
-        else:
-            blocks[-1].append(cell)
-    head, rest = blocks[0], blocks[1:]
-    ordered = sorted(rest, key=lambda b: rank[_nbgrader_meta(b[0])["grade_id"]])
-    if ordered == rest:
-        return False
-    nb.cells = head + [cell for block in ordered for cell in block]
-    return True
 
 
 class ClassGrader:
@@ -188,9 +151,9 @@ class ClassGrader:
             out.status = "malformed"
             out.notes.append(f"{shown} cannot be graded: {problem}; ask the student for a fresh copy")
             return
-        if n := _restore_metadata(nb, release):
+        if n := restore_metadata(nb, release):
             out.notes.append(f"restored the grading metadata of {n} cells (dropped by the editor)")
-        if _restore_order(nb, release):
+        if restore_order(nb, release):
             out.notes.append("put the graded cells back in the assignment's order")
         self._store(nb, out)
 
@@ -368,7 +331,7 @@ class ClassGrader:
         by_id = {r.grade_id: r for r in results}
         graded = nbformat.from_dict(json.loads(json.dumps(hand_in)))
         for cell in graded.cells:
-            result = by_id.get(str(_nbgrader_meta(cell).get("grade_id")))
+            result = by_id.get(str(nbgrader_meta(cell).get("grade_id")))
             if result is not None and cell.cell_type == "code":
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=part_line(result) + "\n")]
         folder = self._graded_dir(out)

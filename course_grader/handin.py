@@ -63,7 +63,7 @@ def judge_job(
         ],
         "limits": asdict(sandbox.limits),
         "unsafe": sandbox.unsafe,
-        "rules": list(sandbox.rules),
+        "rules": asdict(sandbox.rules),
         "slot": sandbox.slot,
         "cell_timeout": cell_timeout,
         "files": str(files),
@@ -72,12 +72,18 @@ def judge_job(
 
 
 def grade_hand_in(
-    source_nb, hand_in, release_dir: Path, sandbox: Sandbox, cell_timeout: float, notebook_name: str
+    source_nb,
+    hand_in,
+    release_dir: Path,
+    sandbox: Sandbox,
+    cell_timeout: float,
+    notebook_name: str,
+    only: set[str] | None = None,
 ) -> list[PartResult]:
-    """Every part of ``source_nb`` graded on the answers of ``hand_in``."""
+    """Every part of ``source_nb`` (or the ``only`` grade ids) graded on the answers of ``hand_in``."""
     import nbformat
 
-    part_list = parts(source_nb, hand_in)
+    part_list = [p for p in parts(source_nb, hand_in) if only is None or p.grade_id in only]
     with tempfile.TemporaryDirectory(prefix="grading-") as work:
         files = Path(work) / "files"
         files.mkdir()

@@ -1,4 +1,5 @@
-"""Checks on a hand-in before it is graded: who it names, how big it is, whether it is a notebook.
+"""Checks on a hand-in before it is graded: who it names, how big it is, whether it is a notebook;
+and the repairs of a notebook an editor reshaped (nbgrader metadata dropped, cells moved).
 
 Everything here runs in the grader's own process on files students made, so each check is
 cheap, never executes anything, and ends in a sentence an instructor can act on. A hand-in
@@ -7,9 +8,12 @@ that fails one is listed for a human and left out; the rest of the class is grad
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
+
+from course_grader.parts import nbgrader_meta
 
 MAX_NOTEBOOK_BYTES = 20 * 1024**2  # far above any honest hand-in (the largest solution is ~0.3 MB)
 MAX_CELLS = 1000
@@ -97,3 +101,43 @@ def notebook_problem(nb) -> str | None:
             if flag in grading and not isinstance(grading[flag], bool):
                 return f"cell {k} has a grading flag '{flag}' that is not true or false"
     return None
+
+
+def restore_metadata(nb, release) -> int:
+    """Give cells whose nbgrader metadata was dropped (Colab does this) the metadata of the
+    released cell they correspond to, by aligning the two notebooks' cell sources.
+
+    Unchanged cells align exactly; an answer cell the student filled in sits at the same
+    place between them. Returns the number of cells repaired."""
+    if any(nbgrader_meta(c) for c in nb.cells):
+        return 0
+    key = [(c.cell_type, c.source.strip()) for c in release.cells]
+    theirs = [(c.cell_type, c.source.strip()) for c in nb.cells]
+    repaired = 0
+    matcher = difflib.SequenceMatcher(a=key, b=theirs, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                meta = nbgrader_meta(release.cells[i])
+                if meta and release.cells[i].cell_type == nb.cells[j].cell_type:
+                    nb.cells[j].metadata["nbgrader"] = dict(meta)
+                    repaired += 1
+    return repaired
+
+
+def restore_order(nb, release) -> bool:
+    """Put graded and answer cells back in the released order, each carrying along the
+    cells the student added after it. Returns True when the order changed."""
+    rank = {nbgrader_meta(c)["grade_id"]: k for k, c in enumerate(release.cells) if nbgrader_meta(c)}
+    blocks: list[list] = [[]]
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade_id") in rank:
+            blocks.append([cell])
+        else:
+            blocks[-1].append(cell)
+    head, rest = blocks[0], blocks[1:]
+    ordered = sorted(rest, key=lambda b: rank[nbgrader_meta(b[0])["grade_id"]])
+    if ordered == rest:
+        return False
+    nb.cells = head + [cell for block in ordered for cell in block]
+    return True

@@ -29,7 +29,7 @@ import json
 import operator
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any, Literal, TypedDict
 
 import numpy as np
@@ -66,6 +66,9 @@ READY = "ready"
 
 MAX_DEPTH = 64  # nesting of lists, tuples and dicts
 MAX_MESSAGE = 64 * 1024**2  # bytes of one message
+# Values of one message (counted by its brackets and commas before it is parsed): each costs
+# the reader up to ~64 bytes twice (parsed, then rebuilt), so ~200 MB at most per message.
+MAX_VALUES = 2_000_000
 MAX_ELEMENTS = 8 * 1024**2  # entries of one array
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
 
@@ -77,6 +80,7 @@ class Job(TypedDict):
     cell_timeout: float
     rlimits: dict[str, int]
     course_lib_parent: str
+    answers: list[str]  # what the solution's answer cells bind: the student's, for set-up functions
 
 
 class Cell(TypedDict):
@@ -104,7 +108,7 @@ class JudgeJob(TypedDict):
     parts: list[PartJob]
     limits: dict[str, int | float]
     unsafe: bool
-    rules: list[str]
+    rules: dict[str, list[str]]  # course_grader.rules.Rules, as a dict
     slot: int
     cell_timeout: float
     files: str  # the released data files and the hand-in
@@ -183,16 +187,24 @@ class Codec:
     ``mine`` is this side's table of objects it has handed out (handle number -> object);
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
-    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any]):
+    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any], keep_proxies: bool = False):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}  # id(object) -> handle number
         self.counter = 0
         # Proxies live as long as this side uses them; then the other side may forget the object.
-        self.proxies: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        # With ``keep_proxies`` they live as long as this side (the runner's stand-ins for the
+        # test's objects: the same object read twice is the same stand-in, with the same id(),
+        # even when the student's code kept only its id, as a Counter keyed by id(node) does).
+        self.proxies: MutableMapping[int, Any] = {} if keep_proxies else weakref.WeakValueDictionary()
         self.make_proxy = make_proxy
         self.proxy_numbers: dict[int, int] = {}  # id(proxy) -> the other side's handle number
         self.unused: list[int] = []  # the other side's handles no proxy here stands for any more
+        self.budget: int | None = None  # values an answer may still hold, while one is encoded
+        # Writeable arrays crossing as a call's arguments, in order, while they are encoded
+        # (the judge's originals) or decoded (the runner's copies, with their contents then):
+        # what the student's code changes in them is written back (:class:`InPlace`).
+        self.arrays: list | None = None
 
     def setup_function(self, name: str) -> Any:
         raise ProtocolError("no set-up functions on this side")
@@ -221,7 +233,8 @@ class Codec:
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
                 self.unused.remove(number)
-            weakref.finalize(proxy, self._unused, number, id(proxy))
+            if isinstance(self.proxies, weakref.WeakValueDictionary):
+                weakref.finalize(proxy, self._unused, number, id(proxy))
         return proxy
 
     def _unused(self, number: int, key: int) -> None:
@@ -232,6 +245,10 @@ class Codec:
     def encode(self, value: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise ValueError(f"a value nested deeper than {MAX_DEPTH} levels cannot be sent")
+        if self.budget is not None:
+            self.budget -= 1
+            if self.budget < 0:
+                raise ValueError(f"a value too large to send: more than {MAX_VALUES:,} numbers, lists or other values")
         number = self.proxy_numbers.get(id(value))
         if number is not None and self.proxies.get(number) is value:
             return {self.other_tag: number}
@@ -256,6 +273,8 @@ class Codec:
         if kind is dict:
             return {"$d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
         if kind is np.ndarray and value.dtype.kind in "biufc" and value.dtype != object:
+            if self.arrays is not None and value.flags.writeable:
+                self.arrays.append(value)
             code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
             data: np.ndarray = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
             return {
@@ -303,7 +322,10 @@ class Codec:
         if tag == "$big":
             return int(_str(body)[:5000])
         if tag == "$nd":
-            return _array(body)
+            array = _array(body)
+            if self.arrays is not None and array.flags.writeable:
+                self.arrays.append((array, array.copy()))
+            return array
         if tag == "$ns":  # a NumPy scalar (it has .shape, .ndim, .item() as the student's had)
             code, item = _list(body)
             if code not in ARRAY_DTYPES or type(item) not in (bool, int, float, dict):
@@ -377,7 +399,9 @@ class Endpoint:
         self.debug = False  # print the tracebacks of failed requests (on stderr)
 
     def send(self, message: dict) -> None:
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def write(self, data: bytes) -> None:
         try:
             self.writer.write(data)
         except (BrokenPipeError, OSError) as error:
@@ -389,16 +413,24 @@ class Endpoint:
             raise ChannelClosed("the other side closed the channel")
         if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
             raise ProtocolError(f"a message longer than {MAX_MESSAGE} bytes")
+        if too_large(line):
+            raise ProtocolError(f"a message of more than {MAX_VALUES:,} values")
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
             raise ProtocolError("a message that is not JSON") from None
+        except MemoryError:
+            raise ProtocolError("a message too large to read in the grader's memory") from None
         if type(message) is not dict:
             raise ProtocolError("a message that is not a JSON object")
         return message
 
-    def request(self, op: str, **fields: Any) -> Any:
-        """Ask the other side to do ``op``; serve its own requests until the reply comes."""
+    def request(self, op: str, write_back: list | None = None, **fields: Any) -> Any:
+        """Ask the other side to do ``op``; serve its own requests until the reply comes.
+
+        ``write_back``: the writeable arrays the request's arguments hold (``Codec.arrays``),
+        which get what the other side's code wrote into its copies of them, as a call in one
+        process would leave them."""
         self.counter += 1
         number = self.counter
         if self.codec.unused:
@@ -416,7 +448,17 @@ class Endpoint:
                 if type(error) is not dict:
                     raise ProtocolError("a malformed error")
                 raise rebuild_error(clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", ""))))
+            if write_back and type(message.get("changed")) is list:
+                self._write_back(write_back, message["changed"])
             return self.codec.decode(message.get("value"))
+
+    def _write_back(self, arrays: list, changed: list) -> None:
+        for entry in changed:
+            index, data = _list(entry)
+            new = self.codec.decode(data)
+            if type(index) is int and 0 <= index < len(arrays) and type(new) is np.ndarray:
+                if new.shape == arrays[index].shape:
+                    np.copyto(arrays[index], new, casting="unsafe")
 
     def answer(self, message: dict) -> None:
         """Serve one request of the other side and send the reply."""
@@ -425,7 +467,23 @@ class Endpoint:
         if "free" in message:
             self.codec.forget(message["free"])
         try:
-            value = self.codec.encode(self.serve(message))
+            result = self.serve(message)
+            changed = []
+            if isinstance(result, InPlace):
+                result, changed = result.value, result.changed
+            self.codec.budget = MAX_VALUES // 2  # a value may take two brackets or commas
+            try:
+                reply = {"re": number, "value": self.codec.encode(result)}
+                if changed:
+                    reply["changed"] = [[k, self.codec.encode(a)] for k, a in changed]
+            finally:
+                self.codec.budget = None
+            data = json.dumps(reply, separators=(",", ":")).encode() + b"\n"
+            if len(data) > MAX_MESSAGE or too_large(data):
+                raise ValueError(
+                    f"a value too large to send ({len(data):,} bytes; at most {MAX_MESSAGE:,} bytes "
+                    f"and {MAX_VALUES:,} numbers, lists or other values in one answer)"
+                )
         except (ChannelClosed, ProtocolError):
             raise
         except BaseException as error:  # noqa: BLE001 - every failure is the other side's answer
@@ -438,7 +496,26 @@ class Endpoint:
             if _fatal(error):
                 raise
             return
-        self.send({"re": number, "value": value})
+        self.write(data)
+
+
+class InPlace:
+    """A call's result, with the argument arrays the call changed: (their index among the
+    writeable arrays of the arguments, their contents now)."""
+
+    def __init__(self, value: Any, arrays: list[tuple[np.ndarray, np.ndarray]]):
+        self.value = value
+        self.changed = [
+            (k, now)
+            for k, (now, before) in enumerate(arrays)
+            if now.shape != before.shape or now.tobytes() != before.tobytes()
+        ]
+
+
+def too_large(data: bytes) -> bool:
+    """Whether a message holds more than ``MAX_VALUES`` values (an upper bound: its brackets
+    and commas, counted without parsing it)."""
+    return data.count(b",") + data.count(b"[") + data.count(b"{") > MAX_VALUES
 
 
 def _message(error: BaseException) -> str:

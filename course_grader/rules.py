@@ -10,45 +10,92 @@ which each listed function (or method, ``course_lib.tensor.Tensor.backward``) ke
 and signature but only raises :class:`ExerciseRule`'s message. The copy is what the sandbox
 sees, so a call, a default argument, a closure, an alias or an import under another name all
 meet the same rule, and the feedback names it. The judge and the tests keep the real course_lib.
+
+Whole modules and packages go the same way, by the file system rather than by a hook in the
+student's process::
+
+    without_modules = ["course_lib.scalar"]   # course_lib modules or subpackages
+    allow_packages = ["torch", "torchgen"]    # other autodiff engines this assignment uses
+    without_packages = ["numba"]              # more third-party packages to leave out
+
+A ruled-out course_lib module is, in the copy, a module whose import fails naming the rule; a
+ruled-out package (every other autodiff engine, :data:`OTHER_ENGINES`, unless the assignment
+allows it) is hidden by the sandbox (:mod:`course_grader.sandbox`), which mounts such a module
+over the package's folder in its view of the virtual environment.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
+import course_lib
+
 RULES_FILE = "rules.toml"
+# Packages that differentiate (or would hand over a derivative): absent unless allowed.
+OTHER_ENGINES = ("torch", "torchgen", "functorch", "jax", "jaxlib", "autograd", "tensorflow", "sympy", "scipy")
 
 
 class RuleError(ValueError):
     """A rule names something course_lib does not define."""
 
 
-def read_rules(assignment_dir: Path) -> list[str]:
-    """The assignment's ``write_yourself`` list (empty without a rules file)."""
+@dataclass(frozen=True)
+class Rules:
+    """What an assignment's student code runs without."""
+
+    functions: tuple[str, ...] = ()  # course_lib functions that only raise (write_yourself)
+    modules: tuple[str, ...] = ()  # course_lib modules or subpackages whose import fails
+    packages: tuple[str, ...] = OTHER_ENGINES  # third-party packages the sandbox does not show
+
+    @property
+    def changes_course_lib(self) -> bool:
+        return bool(self.functions or self.modules)
+
+
+def course_lib_root() -> Path:
+    """The folder holding the ``course_lib`` package the grader grades against."""
+    return Path(course_lib.__file__).resolve().parent.parent
+
+
+def read_rules(assignment_dir: Path) -> Rules:
+    """The assignment's rules (every other autodiff engine left out, without a rules file)."""
     path = Path(assignment_dir) / RULES_FILE
-    if not path.exists():
-        return []
-    rules = tomllib.loads(path.read_text()).get("write_yourself", [])
-    if not isinstance(rules, list) or not all(isinstance(r, str) and r.startswith("course_lib.") for r in rules):
-        raise RuleError(f"{path}: write_yourself must be a list of names like 'course_lib.check.numerical_grad'")
-    return sorted(rules)
+    table = tomllib.loads(path.read_text()) if path.exists() else {}
+
+    def names(key: str, prefix: str = "") -> list[str]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.startswith(prefix) for v in value):
+            raise RuleError(f"{path}: {key} must be a list of names" + (f" starting {prefix!r}" if prefix else ""))
+        return value
+
+    allowed = set(names("allow_packages"))
+    packages = [p for p in OTHER_ENGINES if p not in allowed] + names("without_packages")
+    return Rules(
+        tuple(sorted(names("write_yourself", "course_lib."))),
+        tuple(sorted(names("without_modules", "course_lib."))),
+        tuple(packages),
+    )
 
 
-def course_lib_without(rules: list[str] | tuple[str, ...], cache: Path | None = None) -> Path:
-    """A folder holding a ``course_lib`` package whose ruled-out functions only raise.
+def course_lib_without(
+    rules: list[str] | tuple[str, ...], modules: list[str] | tuple[str, ...] = (), cache: Path | None = None
+) -> Path:
+    """A folder holding a ``course_lib`` package whose ruled-out functions only raise and whose
+    ruled-out modules fail to import.
 
     Made once per set of rules and course_lib source (cached under the temporary folder)."""
-    from course_grader.sandbox import course_lib_root
-
     source = course_lib_root() / "course_lib"
     files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    digest = hashlib.sha256("\n".join(rules).encode())
+    digest = hashlib.sha256("\n".join([*rules, "modules:", *modules]).encode())
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
     # One copy per user (a folder another user made may not be theirs to trust or read).
@@ -69,6 +116,16 @@ def course_lib_without(rules: list[str] | tuple[str, ...], cache: Path | None = 
         by_file.setdefault(path, []).append((rule, qualname.split(".")))
     for path, names in by_file.items():
         path.write_text(_without(path.read_text(), names))
+    for module in modules:
+        relative = Path(*module.split(".")[1:])
+        path = building / "course_lib" / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.with_suffix(".py").is_file():
+            path.with_suffix(".py").unlink()
+        else:
+            raise RuleError(f"{module}: course_lib has no such module")
+        path.with_suffix(".py").write_text(missing_module(module, "its work is the exercise"))
     try:
         building.rename(target)
     except OSError:  # made meanwhile by another grader
@@ -120,3 +177,39 @@ def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
         docstring = found.body[:1] if ast.get_docstring(found) else []
         found.body = docstring + ast.parse(f"raise RuntimeError({message!r})").body
     return ast.unparse(tree)
+
+
+def missing_module(name: str, why: str) -> str:
+    """The source of a module whose import fails, saying why (an exercise rule)."""
+    message = f"No module named {name!r} in this assignment: {why} (an exercise rule of the course)"
+    return f"raise ModuleNotFoundError({message!r}, name={name!r})\n"
+
+
+def hidden_packages(packages: tuple[str, ...], cache: Path | None = None) -> list[tuple[Path, Path]]:
+    """(what to mount, where) for each of ``packages`` this Python has: a folder whose
+    ``__init__`` fails to import, over the package's folder (or that file over a module file)."""
+    folder = (cache or Path(tempfile.gettempdir())) / f"course-grader-hidden-{os.geteuid()}"
+    if folder.exists() and folder.stat().st_uid != os.geteuid():  # not ours to trust
+        folder = Path(tempfile.mkdtemp(prefix="course-grader-hidden-"))
+    mounts = []
+    for name in packages:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or name in sys.builtin_module_names:
+            continue
+        stub = folder / name
+        if not (stub / "__init__.py").is_file():
+            stub.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o755)
+            stub.chmod(0o755)
+            text = missing_module(name, "it would compute the derivatives the exercise asks you to compute")
+            (stub / "__init__.py").write_text(text)
+            (stub / "__init__.py").chmod(0o644)
+        if spec.submodule_search_locations:
+            for location in spec.submodule_search_locations:
+                mounts.append((stub, Path(location).resolve()))
+        elif spec.origin:
+            mounts.append((stub / "__init__.py", Path(spec.origin).resolve()))
+    return mounts

@@ -21,6 +21,7 @@ import os
 import resource
 import signal
 import sys
+import types
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +36,7 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     CellOutcome,
     Codec,
     Endpoint,
+    InPlace,
     clip,
     convert,
 )
@@ -142,7 +144,45 @@ def encode(value: Any) -> Any:
 
 NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
 SET_RECURSION_LIMIT = sys.setrecursionlimit
-SETUP: dict[str, Any] = {}  # what the set-up cells bound, as they bound it
+
+
+def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
+    """What a set-up cell just bound, kept in ``scope`` as it is now: each of its functions
+    rebuilt from the code it was compiled to, over ``scope`` instead of the notebook's
+    namespace (so replacing its ``__code__`` later, or rebinding a helper it calls, changes
+    nothing here)."""
+    for name, value in bound.items():
+        if type(value) is types.FunctionType and value.__code__.co_filename.startswith("<set-up "):
+            copy = types.FunctionType(value.__code__, scope, value.__name__, value.__defaults__, value.__closure__)
+            copy.__kwdefaults__ = value.__kwdefaults__
+            copy.__qualname__, copy.__doc__ = value.__qualname__, value.__doc__
+            value = copy
+        scope[name] = value
+
+
+def set_up_functions(scope: dict[str, Any], theirs: set[str]):
+    """How the judge's ``student_side(f, ...)`` finds the set-up cells' ``f``: as the set-up
+    cells defined it (:func:`freeze`), over the set-up cells' bindings and the builtins as they
+    were before any of the student's code ran, with the current values of ``theirs`` (the names
+    the answers bind) and of the set-up classes (which the answers may extend) only: it runs
+    the student's functions and classes and nothing else of theirs. A closure: no module
+    global of the runner, which the student's cells could rebind, refers to the table."""
+    table = {name: value for name, value in scope.items() if not name.startswith("__")}
+    classes = {name for name, value in table.items() if isinstance(value, type)}
+
+    def lookup(name: str) -> Any:
+        if name not in table:
+            raise NameError(f"the notebook's set-up cells define no {name!r}")
+        for current in theirs | classes:
+            value = NAMESPACE.get(current, _MISSING)
+            if current in theirs and value is not _MISSING or isinstance(value, type):
+                scope[current] = value
+        return table[name]
+
+    return lookup
+
+
+_MISSING = object()
 
 
 class RunnerCodec(Codec):
@@ -151,9 +191,7 @@ class RunnerCodec(Codec):
         return f"{cls.__module__}.{cls.__qualname__}"
 
     def setup_function(self, name: str) -> Any:
-        if name not in SETUP:
-            raise NameError(f"the notebook's set-up cells define no {name!r}")
-        return SETUP[name]
+        raise NameError(f"the notebook's set-up cells define no {name!r}")
 
 
 def serve(message: dict) -> Any:
@@ -171,14 +209,18 @@ def serve(message: dict) -> Any:
         value = getattr(target, str(message.get("name")))
         bound = getattr(value, "__self__", None) is target and callable(value)
         return (True, None) if bound else (False, value)
-    if op == "callmethod":
-        method = getattr(target, str(message.get("name")))
-        return method(*decode(message.get("args")), **decode(message.get("kwargs")))
+    if op in ("call", "callmethod"):
+        function = getattr(target, str(message.get("name"))) if op == "callmethod" else target
+        JUDGE.codec.arrays = []
+        try:
+            args, kwargs = decode(message.get("args")), decode(message.get("kwargs"))
+            arrays = JUDGE.codec.arrays
+        finally:
+            JUDGE.codec.arrays = None
+        return InPlace(function(*args, **kwargs), arrays)
     if op == "setattr":
         setattr(target, str(message.get("name")), decode(message.get("value")))
         return None
-    if op == "call":
-        return target(*decode(message.get("args")), **decode(message.get("kwargs")))
     if op == "getitem":
         return target[decode(message.get("key"))]
     if op == "setitem":
@@ -278,7 +320,7 @@ JUDGE: Endpoint
 def main() -> None:
     global JUDGE
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted), serve)
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)
     job = JUDGE.receive()
     JUDGE.debug = job.get("debug") is True
     for name, value in job["rlimits"].items():  # before any of the student's code runs
@@ -288,6 +330,9 @@ def main() -> None:
 
     logging._srcfile = None  # type: ignore[attr-defined]  # logging without frame lookups
     timeout = float(job["cell_timeout"])
+    # What the set-up cells bound, as they bound it, with the builtins as they are before any
+    # of the student's code runs: the namespace of the set-up functions the judge calls.
+    setup_scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": dict(vars(builtins))}
     setup_bound: dict[str, int] = {}  # what the set-up cells bound: id of each name's value
     classes: dict[str, dict[str, int]] = {}  # the set-up cells' classes: ids of their attributes
     student_ran = False
@@ -306,12 +351,15 @@ def main() -> None:
         if cell["kind"] == "setup":
             bound = {k: v for k, v in NAMESPACE.items() if before.get(k) != id(v)}
             setup_bound.update((k, id(v)) for k, v in bound.items())
-            SETUP.update(bound)
+            freeze(bound, setup_scope)
             classes.update(
                 (k, {a: id(b) for a, b in vars(v).items()})
                 for k, v in bound.items()
                 if isinstance(v, type) and v.__module__ == "__main__"
             )
+    answers = {str(n) for n in job.get("answers", [])}
+    JUDGE.codec.setup_function = set_up_functions(setup_scope, answers)  # type: ignore[method-assign]
+    del setup_scope
     names = student_names(setup_bound, classes)
     JUDGE.send({"event": READY, "names": dict(encodable(names))})
     while True:

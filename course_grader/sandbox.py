@@ -17,8 +17,9 @@ runs as its own unprivileged user, so the kernel's per-user process limit is tha
 alone. Per-process limits (CPU time, address space, file size, processes) apply in every
 case, and the whole sandbox is killed at its wall-clock limit.
 
-Functions an assignment asks students to write themselves (its ``rules``) are absent from
-the course_lib the sandbox sees (:mod:`course_grader.rules`).
+Functions and modules an assignment asks students to write themselves (its ``rules``) are
+absent from the course_lib the sandbox sees, and so are other autodiff engines installed
+beside it (PyTorch, JAX, ...) unless the assignment allows them (:mod:`course_grader.rules`).
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
 flag; then the same runner runs with the same limits and an empty environment, but with the
@@ -37,7 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import course_lib
+from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 
 RUNNER = Path(__file__).with_name("runner.py")
 PROTOCOL = Path(__file__).with_name("protocol.py")
@@ -63,6 +64,9 @@ class Limits:
     file_bytes: int = 64 * 1024**2
     processes: int = 16  # honest answers start none; a fork bomb gets this many and no more
     output_bytes: int = 1024**2
+    # The judge's own heap (RLIMIT_DATA, set on itself): the protocol's caps keep a reply to a
+    # few hundred MB; this bounds the rest (a test of the judge's own run amok).
+    judge_memory_bytes: int = 1536 * 1024**2
 
     def rlimits(self) -> dict[str, int]:
         """The kernel's resource limits, by ``resource`` name, for the runner to set on itself
@@ -78,11 +82,6 @@ class Limits:
 
 def find_bwrap() -> str | None:
     return shutil.which("bwrap")
-
-
-def course_lib_root() -> Path:
-    """The folder holding the ``course_lib`` package the grader grades against."""
-    return Path(course_lib.__file__).resolve().parent.parent
 
 
 def _python_roots() -> list[Path]:
@@ -261,7 +260,7 @@ class Sandbox:
         self,
         limits: Limits | None = None,
         unsafe: bool = False,
-        rules: list[str] | tuple[str, ...] = (),
+        rules: Rules | None = None,
         slot: int = 0,
     ):
         self.limits = limits or Limits()
@@ -276,10 +275,10 @@ class Sandbox:
             )
         self.isolated = self.bwrap is not None and not unsafe
         self.slot = slot
-        self.rules = tuple(rules)
-        from course_grader.rules import course_lib_without
-
-        self.lib_parent = course_lib_without(rules) if rules else course_lib_root()
+        self.rules = rules or Rules()
+        changed = self.rules.changes_course_lib
+        self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
+        self.hidden = hidden_packages(self.rules.packages) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -313,8 +312,12 @@ class Sandbox:
             (scratch / ".tmp").mkdir(exist_ok=True)
             os.chmod(scratch / ".tmp", 0o1777)
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
-        for root in _python_roots():
+        roots = _python_roots()
+        for root in roots:
             cmd += ["--ro-bind", str(root), str(root)]
+        for stub, package in self.hidden:  # after the environment: mounted over its packages
+            if any(package.is_relative_to(root) for root in roots):  # else the sandbox never sees it
+                cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.groups is not None:

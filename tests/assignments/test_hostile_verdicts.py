@@ -408,7 +408,9 @@ def ps01_attacks() -> dict[str, tuple[dict[str, str], set[str]]]:
         ),
         "raw_requests_to_judge": ({"observed_order": RAW_REQUESTS}, set()),
         "snoop_everywhere": ({"forward_difference": SNOOP}, set()),
-        # arrays cross by value: the caller's x, written to after making the copy writable again
+        # arrays cross by value: the caller's x, written to after making the copy writable again.
+        # What it writes reaches the test's x, as in Jupyter, where test_gradient_fd then compares
+        # the gradient with X**2 of the zeroed X and fails too.
         "writes_to_x": (
             {
                 "gradient_fd": "import numpy as np\ndef gradient_fd(f, x, h=1e-6):\n    grad = np.zeros(x.shape)\n"
@@ -416,7 +418,7 @@ def ps01_attacks() -> dict[str, tuple[dict[str, str], set[str]]]:
                 "        grad[index] = (f(x + step) - f(x - step)) / (2 * h)\n"
                 "    x.setflags(write=True)\n    x[...] = 0.0\n    return grad\n"
             },
-            {"test_gradient_fd_leaves_x_alone"},
+            {"test_gradient_fd_leaves_x_alone", "test_gradient_fd"},
         ),
         # an error message the feedback page cannot encode (a lone surrogate)
         "surrogate_message": (

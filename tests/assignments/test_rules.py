@@ -26,13 +26,16 @@ def run_with(lib: Path, code: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_assignment_lists_its_rules_and_each_one_holds(assignment):
-    rules = read_rules(ROOT / "solutions" / assignment)
+    read = read_rules(ROOT / "solutions" / assignment)
+    rules = read.functions
     assert (ROOT / "solutions" / assignment / "rules.toml").exists(), f"{assignment} has no rules.toml"
-    if not rules:
+    assert ("torch" in read.packages) is (assignment != "ps10_pytorch_comparison"), read.packages
+    assert {"jax", "autograd", "sympy", "scipy", "tensorflow", "functorch"} <= set(read.packages), read.packages
+    if not rules and not read.modules:
         text = (ROOT / "solutions" / assignment / "rules.toml").read_text()
         assert "nothing is ruled out" in text, f"{assignment}: an empty rule list must say why"
         return
-    lib = course_lib_without(rules)
+    lib = course_lib_without(rules, read.modules)
     checks = "\n".join(
         f"""
 import importlib
@@ -54,6 +57,17 @@ else:
     raise AssertionError({rule!r} + " still works")
 """
         for rule in rules
+    ) + "".join(
+        f"""
+import importlib
+try:
+    importlib.import_module({module!r})
+except ModuleNotFoundError as error:
+    assert "exercise rule" in str(error), error
+else:
+    raise AssertionError({module!r} + " still imports")
+"""
+        for module in read.modules
     )
     proc = run_with(lib, "import course_lib\nassert course_lib.__file__.startswith(sys.path[0])\n" + checks)
     assert proc.returncode == 0, proc.stderr

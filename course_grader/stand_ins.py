@@ -1,0 +1,347 @@
+"""The judge's side of the conversation with the student's process (:mod:`course_grader.judge`).
+
+:class:`Remote` stands, in the judge, for an object of the student's process: every operation
+on it is a request to the runner, whose answers arrive as plain data or as another ``Remote``.
+:func:`serve` answers the runner's requests on the judge's own objects (the test's inputs, a
+function to differentiate, a reference solution standing in for an earlier part), which are
+read-only there: only what a test hands over (:func:`grant`) or a reference's code may be called.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import types
+from typing import Any
+
+from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, Codec, Endpoint, ProtocolError, convert
+
+CHANNEL: Endpoint  # to the student's process of the part being judged
+
+
+def connect(channel: Endpoint) -> None:
+    """Judge the next part over ``channel``."""
+    global CHANNEL
+    CHANNEL = channel
+
+
+class Remote:
+    """An object of the student's process, as the test sees it.
+
+    Every operation is a request to the runner; results arrive as plain data or as another
+    ``Remote``. Identity is this process's: two handles of one object are the same ``Remote``,
+    so ``is``, ``==`` between handles, hashing and dict keys behave as for the objects
+    themselves. Comparisons with plain values go through the number the student's object
+    turns into (``float``), so a rigged ``__eq__`` has nothing to say."""
+
+    __slots__ = ("__n", "__kind", "__weakref__")
+
+    def __init__(self, number: int, kind: str = ""):
+        object.__setattr__(self, "_Remote__n", number)
+        object.__setattr__(self, "_Remote__kind", kind)  # its class, as the runner says
+
+    def __ask(self, op: str, **fields: Any) -> Any:
+        fields.setdefault("target", {"$h": object.__getattribute__(self, "_Remote__n")})
+        return CHANNEL.request(op, **fields)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        key = (object.__getattribute__(self, "_Remote__kind"), name)
+        if key not in METHODS:
+            is_method, value = self.__ask("attribute", name=name)
+            if not is_method:
+                return value
+            METHODS.add(key)  # calls go by name from now on: one request each, not two
+        return RemoteMethod(self, name)
+
+    @property  # type: ignore[misc]  # isinstance() consults __class__: see below
+    def __class__(self) -> type:
+        """The judge's course_lib class of that name, for an object of a course_lib class, so
+        that ``isinstance(y, Tensor)`` in a test means what it says (``type()`` still says
+        Remote). Any other object is a Remote."""
+        name = object.__getattribute__(self, "_Remote__kind")
+        module, _, qualname = name.rpartition(".")
+        if module.split(".")[0] == "course_lib" and module in sys.modules:
+            found = getattr(sys.modules[module], qualname, None)
+            if isinstance(found, type):
+                return found
+        return Remote
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__ask("setattr", name=name, value=grant(value))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        arrays, (args_data, kwargs_data) = granted_arguments(args, kwargs)
+        return self.__ask("call", args=args_data, kwargs=kwargs_data, write_back=arrays)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.__ask("getitem", key=send(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.__ask("setitem", key=send(key), value=grant(value))
+
+    def __len__(self) -> int:
+        return operator.index(self.__ask("len"))
+
+    def __iter__(self):
+        return iter(self.__ask("iter"))
+
+    def __contains__(self, item: Any) -> bool:
+        return self.__ask("contains", item=send(item)) is True
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return self.__ask("isinstance", item=send(obj)) is True
+
+    def __convert(self, to: str) -> Any:
+        value = self.__ask("convert", to=to)
+        expected = {"float": float, "int": int, "bool": bool, "complex": complex, "index": int, "str": str, "repr": str}
+        if to in expected and type(value) is not expected[to]:
+            raise TypeError(f"the student's object gave a {type(value).__name__} for {to}()")
+        return value
+
+    def __float__(self) -> float:
+        return self.__convert("float")
+
+    def __int__(self) -> int:
+        return self.__convert("int")
+
+    def __index__(self) -> int:
+        return self.__convert("index")
+
+    def __complex__(self) -> complex:
+        return self.__convert("complex")
+
+    def __bool__(self) -> bool:
+        return self.__convert("bool")
+
+    def __repr__(self) -> str:
+        return self.__convert("repr")
+
+    def __str__(self) -> str:
+        return self.__convert("str")
+
+    def __format__(self, spec: str) -> str:
+        return format(self.__float__(), spec) if spec else self.__str__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        value = self.__convert("array")
+        if type(value) is not np.ndarray:
+            raise TypeError("the student's object did not give an array of numbers")
+        return value.astype(dtype) if dtype is not None else value
+
+    def __eq__(self, other: Any) -> Any:
+        return self is other if isinstance(other, Remote) else NotImplemented
+
+    def __ne__(self, other: Any) -> Any:
+        return self is not other if isinstance(other, Remote) else NotImplemented
+
+    __hash__ = object.__hash__
+
+    def __lt__(self, other: Any) -> Any:
+        return self.__float__() < other
+
+    def __le__(self, other: Any) -> Any:
+        return self.__float__() <= other
+
+    def __gt__(self, other: Any) -> Any:
+        return self.__float__() > other
+
+    def __ge__(self, other: Any) -> Any:
+        return self.__float__() >= other
+
+
+METHODS: set[tuple[str, str]] = set()  # (class, name): the attributes that are methods
+ARITHMETIC: set[str] = set()  # the notebook's classes: their operators run in the student's process
+SERVING = [0]  # > 0 while the judge runs a function the student's code called
+
+
+class RemoteMethod:
+    """A method of one of the student's objects: calling it is one request (by name, so the
+    object's current method is the one called)."""
+
+    __slots__ = ("owner", "name")
+
+    def __init__(self, owner: Remote, name: str):
+        self.owner, self.name = owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        target = {"$h": object.__getattribute__(self.owner, "_Remote__n")}
+        arrays, (args_data, kwargs_data) = granted_arguments(args, kwargs)
+        return CHANNEL.request(
+            "callmethod", target=target, name=self.name, args=args_data, kwargs=kwargs_data, write_back=arrays
+        )
+
+    def __repr__(self) -> str:
+        return f"<method {self.name} of {self.owner!r}>"
+
+
+def _operates_there(remote: Remote) -> bool:
+    """Whether an operator on ``remote`` runs in the student's process: for objects of the
+    notebook's own classes (a dual number, a Value), and for anything while the student's
+    code is being served (a function to differentiate builds on its arguments). Otherwise
+    the object is first turned into plain numbers, so a test's ``abs(result - expected)``
+    never asks the student's object for the answer."""
+    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__kind") in ARITHMETIC
+
+
+def _numbers(remote: Remote) -> Any:
+    value = remote._Remote__convert("array")
+    return value[()] if value.ndim == 0 else value
+
+
+def _binary(name: str, reflected: bool):
+    def method(self: Remote, other: Any) -> Any:
+        if _operates_there(self):
+            return self._Remote__ask("binop", name=name, other=send(other), reflected=reflected)
+        function, mine = getattr(operator, name), _numbers(self)
+        return function(other, mine) if reflected else function(mine, other)
+
+    return method
+
+
+def _unary(name: str):
+    def method(self: Remote) -> Any:
+        if _operates_there(self):
+            return self._Remote__ask("unary", name=name)
+        return getattr(operator, name)(_numbers(self))
+
+    return method
+
+
+for _name in BINARY:
+    _dunder = _name.rstrip("_")
+    setattr(Remote, f"__{_dunder}__", _binary(_name, False))
+    setattr(Remote, f"__r{_dunder}__", _binary(_name, True))
+for _name in UNARY:
+    setattr(Remote, f"__{_name}__", _unary(_name))
+
+
+class JudgeCodec(Codec):
+    """The judge's side: objects it hands over by handle are read-only for the student's code;
+    only what it grants (a function passed as an argument) may be called."""
+
+    def __init__(self) -> None:
+        super().__init__("$r", "$h", Remote)
+        self.callable: set[int] = set()
+        self.granting = False
+        self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
+
+    def handle(self, obj: Any) -> int:
+        number = super().handle(obj)
+        if self.granting:
+            self.callable.add(number)
+        return number
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        """A course_lib Tensor goes by value (its numbers and requires_grad, not its history),
+        so the student's code gets a Tensor of its own engine."""
+        from course_lib.tensor import Tensor
+
+        if type(value) is Tensor:
+            return {"$T": [super().encode(value.data, depth + 1), bool(value.requires_grad)]}
+        name, function = self.setup_functions.get(id(value), (None, None))
+        if name is not None and function is value:
+            # A function of the set-up cells runs where the student's code runs: that process
+            # ran the same cells, and the function works on its objects (counts its operations).
+            return {"$fn": name}
+        return super().encode(value, depth)
+
+
+def send(value: Any) -> Any:
+    """``value`` encoded for a request: the judge's objects in it are read-only handles."""
+    return CHANNEL.codec.encode(value)
+
+
+def grant(value: Any) -> Any:
+    """``value`` encoded for a request: functions in it may be called by the student's code."""
+    codec = CHANNEL.codec
+    assert isinstance(codec, JudgeCodec)
+    codec.granting = True
+    try:
+        return codec.encode(value)
+    finally:
+        codec.granting = False
+
+
+def granted_arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[Any, Any]]:
+    """A call's arguments, encoded (granted), and the writeable arrays among them: what the
+    student's code writes into its copies of those is written back into them, so a test that
+    checks its inputs were left alone sees what a call in Jupyter would have left."""
+    codec = CHANNEL.codec
+    codec.arrays = []
+    try:
+        data = grant(list(args)), grant(kwargs)
+        return codec.arrays, data
+    finally:
+        codec.arrays = None
+
+
+# What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,
+# __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
+HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
+
+
+class ReadOnly(Exception):
+    """The student's code tried to change or call one of the test's objects."""
+
+
+def serve(message: dict) -> Any:
+    """A request of the student's process on one of the judge's objects."""
+    SERVING[0] += 1
+    try:
+        return _serve(message)
+    finally:
+        SERVING[0] -= 1
+
+
+def _serve(message: dict) -> Any:
+    codec = CHANNEL.codec
+    assert isinstance(codec, JudgeCodec)
+    op = message.get("op")
+    target_data = message.get("target")
+    if type(target_data) is not dict or set(target_data) != {"$r"}:
+        raise ProtocolError("a request on an object that is not the judge's")
+    number = target_data["$r"]
+    target = codec.decode(target_data)
+    if op == "call":
+        if number not in codec.callable and not _from_reference(target):
+            raise ReadOnly("only the functions a test hands to your code may be called")
+        return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+    if op == "getattr":
+        name = str(message.get("name"))
+        if name.startswith(HIDDEN_ATTRIBUTES):
+            raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
+        return getattr(target, name)
+    if op == "getitem":
+        return target[codec.decode(message.get("key"))]
+    if op == "len":
+        return len(target)
+    if op == "iter":
+        return list(target)
+    if op == "contains":
+        return codec.decode(message.get("item")) in target
+    if op == "isinstance":
+        return isinstance(codec.decode(message.get("item")), target)
+    if op == "binop" and message.get("name") in BINARY + COMPARISONS:
+        function = getattr(operator, str(message["name"]))
+        other = codec.decode(message.get("other"))
+        return function(other, target) if message.get("reflected") else function(target, other)
+    if op == "unary" and message.get("name") in UNARY:
+        return getattr(operator, str(message["name"]))(target)
+    if op == "convert" and message.get("to") in CONVERSIONS:
+        return convert(target, str(message["to"]))
+    raise ReadOnly(f"the test's objects are read-only here ({op})")
+
+
+def _from_reference(target: Any) -> bool:
+    """Whether ``target`` is code of a reference solution standing in for an earlier part (a
+    method of the reference ``MLP``, or one of its instances, called): the student's later code
+    uses it as it would use its own."""
+    function = getattr(target, "__func__", target)
+    if not isinstance(function, types.FunctionType):
+        function = vars(type(target)).get("__call__")
+    code = getattr(function, "__code__", None)
+    return isinstance(code, types.CodeType) and code.co_filename.startswith("<reference ")

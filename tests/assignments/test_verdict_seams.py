@@ -1,0 +1,323 @@
+"""Seams between the student's process and the verdict (issue 27), one graded part at a time.
+
+Each test grades only the parts an attack (or an honest idiom) concerns, in the real sandbox,
+straight from the committed source and released notebooks (no nbgrader run), so that each
+costs a few seconds. A hand-in's fair score is the one it gets when the notebook runs top to
+bottom in Jupyter.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import nbformat
+import pytest
+from nbgrader_helpers import ROOT, fill_in
+
+from course_grader.handin import grade_hand_in
+from course_grader.protocol import MAX_VALUES, Codec, Endpoint, ProtocolError
+from course_grader.rules import read_rules
+from course_grader.sandbox import Limits, Sandbox, find_bwrap
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
+
+PS01, PS13 = "ps01_finite_differences", "ps13_capstone"
+
+
+def grade(assignment: str, answers: dict[str, str], only: set[str], timeout: float = 30) -> dict:
+    """{grade id: (points, message and notes)} of the ``only`` parts of a hand-in with ``answers`` (the
+    solution's answers elsewhere)."""
+    name = f"{assignment}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / assignment / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=90, cpu_seconds=90), rules=read_rules(ROOT / "solutions" / assignment))
+    results = grade_hand_in(
+        source, fill_in(release, source, answers), ROOT / "exercises" / assignment, sandbox, timeout, name, only
+    )
+    return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
+
+
+# ps13: a recursive topological_order fails the chains 100,000 and 60,000 deep (and, through
+# backward, the sin chain 5,000 deep); the forgery answers the set-up functions those tests
+# call on the student's side with the right numbers, computed without sorting.
+RECURSIVE_ORDER = """
+def topological_order(root):
+    order, seen = [], set()
+
+    def visit(node):
+        if node in seen:
+            return
+        seen.add(node)
+        for parent in node._parents:
+            visit(parent)
+        order.append(node)
+
+    visit(root)
+    return order
+"""
+
+FORGED_SETUP = """
+import __main__
+import math
+
+_real = dict(__main__.SETUP)
+
+
+def _positions(sort, make_graph, *args):
+    try:
+        return _real["sorted_positions"](sort, make_graph, *args)
+    except RecursionError:
+        return list(range(len(make_graph(*args))))
+
+
+def _sin_chain(depth, x=0.5):
+    want = 1.0
+    for _ in range(depth):
+        want, x = want * math.cos(x), math.sin(x)
+    return want
+
+
+_forged = dict(_real, sorted_positions=_positions, sin_chain_gradient=_sin_chain)
+__main__.SETUP = _forged
+__main__.SETUP_FUNCTIONS = _forged
+"""
+
+# The same forgery without the global: the set-up functions' own code replaced in place.
+FORGED_CODE = """
+def _positions(sort, make_graph, *args):
+    return list(range(len(make_graph(*args))))
+
+
+def _sin_chain(depth, x=0.5):
+    import math
+    want = 1.0
+    for _ in range(depth):
+        want, x = want * math.cos(x), math.sin(x)
+    return want
+
+
+sorted_positions.__code__ = _positions.__code__
+sin_chain_gradient.__code__ = _sin_chain.__code__
+"""
+
+# ... or a name the set-up functions look up rebound, to hand the sort the nodes in the order
+# they were made.
+FORGED_GLOBALS = """
+_built = []
+_build_values = build_values
+
+
+def build_values(parents):
+    _built[:] = _build_values(parents)
+    return _built
+
+
+_recursive = topological_order
+
+
+def topological_order(root):
+    try:
+        return _recursive(root)
+    except RecursionError:
+        return list(_built)
+"""
+
+
+@pytest.mark.parametrize("forgery", [FORGED_SETUP, FORGED_CODE, FORGED_GLOBALS], ids=["global", "code", "globals"])
+def test_ps13_set_up_functions_cannot_be_forged(forgery):
+    """Fair: 0/2 for a recursive topological_order."""
+    got = grade(PS13, {"topological_order": RECURSIVE_ORDER + forgery}, {"test_topological_order"})
+    assert got["test_topological_order"][0] == 0, got
+
+
+# ps01: an observed_order that answers the visible test (x = 6) and echoes the hidden inputs.
+ECHOES = {
+    "raises": "        raise ValueError(f'ECHO {x!r} {h!r}')\n",
+    "asserts": "        assert False, f'ECHO {x!r} {h!r}'\n",
+    "returns_text": "        return f'ECHO {x!r} {h!r}'\n",
+}
+
+
+@pytest.mark.parametrize("echo", sorted(ECHOES))
+def test_feedback_of_hidden_tests_carries_no_text_of_the_students_code(echo):
+    code = (
+        "def observed_order(f, x, f_prime, method, h):\n    if x != 6.0:\n"
+        + ECHOES[echo]
+        + "    return float(np.log10(abs(method(f, x, h) - f_prime) / abs(method(f, x, h / 10) - f_prime)))\n"
+    )
+    points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
+    assert points == 0, message
+    assert "ECHO" not in message and "hidden tests" in message, message
+
+
+def test_a_reply_of_too_many_values_costs_its_part_with_a_clear_message():
+    code = "def observed_order(f, x, f_prime, method, h):\n    return [[]] * 1_100_000\n"
+    points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
+    assert points == 0 and "too large to send" in message, message
+
+
+def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
+    """What a runner whose sending side the student rewrote could still send: 3 MB of empty
+    lists, 2.1 million Python objects (~130 MB) if parsed."""
+    read, write = os.pipe()
+    endpoint = Endpoint(read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k: None), lambda m: None)
+    line = b'{"re":1,"value":[' + b"[]," * (MAX_VALUES + 100_000) + b"[]]}\n"
+    writer = threading.Thread(target=lambda: (os.write(write, line), os.close(write)))
+    writer.start()
+    with pytest.raises(ProtocolError, match="values"):
+        endpoint.receive()
+    writer.join()
+
+
+TORCH_CROSS_ENTROPY = """
+def cross_entropy(logits, labels):
+    import torch
+
+    z = torch.tensor(logits.data, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(z, torch.tensor(np.asarray(labels)))
+    (slope,) = torch.autograd.grad(loss, z)
+    out = Tensor(float(loss), (logits,), "cross_entropy")
+
+    def _backward(grad):
+        logits.grad += grad * slope.numpy()
+
+    out._backward = _backward
+    return out
+"""
+
+
+def test_other_autodiff_engines_are_absent_from_the_sandbox():
+    """ps13's cross_entropy with its gradient from PyTorch (where PyTorch is installed, as for
+    ps10): the sandbox's view of the environment has no PyTorch for ps13."""
+    points, message = grade(PS13, {"cross_entropy": TORCH_CROSS_ENTROPY}, {"test_cross_entropy"})["test_cross_entropy"]
+    assert points == 0 and "exercise rule" in message, message
+
+
+# ps04: Kahn's algorithm with the child counts in a Counter keyed by id(parent), a common and
+# correct idiom; the nodes a test hands over are read again and again through node.parents.
+COUNTS_BY_ID = """
+from collections import Counter
+
+
+def child_count_order(output):
+    counts, seen, stack = Counter(), {id(output)}, [output]
+    while stack:
+        for parent in stack.pop().parents:
+            counts[id(parent)] += 1
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    order, ready = [], [output]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for parent in node.parents:
+            counts[id(parent)] -= 1
+            if counts[id(parent)] == 0:
+                ready.append(parent)
+    return order
+"""
+
+
+def test_stand_ins_keep_their_identity_for_an_id_keyed_counter():
+    got = grade("ps04_topological_sort", {"child_count_order": COUNTS_BY_ID}, {"test_child_count_order"}, 60)
+    assert got["test_child_count_order"][0] == 2, got
+
+
+# ps13: cross_entropy with one honest mistake (no max shift, a sum instead of the mean); the
+# reference cross_entropy and MLP then stand in for it in the judge, and the student's correct
+# train_step calls the reference MLP's methods.
+CROSS_ENTROPY_SUMMED = """
+def cross_entropy(logits, labels):
+    labels = np.asarray(labels)
+    rows = np.arange(len(labels))
+    log_probs = logits.data - np.log(np.exp(logits.data).sum(axis=1, keepdims=True))
+    out = Tensor(-log_probs[rows, labels].sum(), (logits,), "cross_entropy")
+
+    def _backward(grad):
+        delta = np.exp(log_probs)
+        delta[rows, labels] -= 1.0
+        logits.grad += grad * delta
+
+    out._backward = _backward
+    return out
+"""
+
+
+def test_an_honest_mistake_costs_only_its_own_part():
+    got = grade(PS13, {"cross_entropy": CROSS_ENTROPY_SUMMED}, {"test_cross_entropy", "test_train_step"}, 60)
+    assert got["test_cross_entropy"][0] == 0 and got["test_train_step"][0] == 2, got
+
+
+STANDARDISE_IN_PLACE = """
+def standardise(X_train, X_test):
+    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+    X_test -= mean
+    X_test /= std
+    X_train -= mean
+    X_train /= std
+    return X_train, X_test
+"""
+
+
+def test_a_check_that_inputs_are_left_alone_sees_what_the_students_code_did():
+    """ps06's standardise working in place returns the right arrays but changes its inputs,
+    which the test checks: 0/2, as when the notebook runs in Jupyter."""
+    got = grade("ps06_training_mlp", {"standardise": STANDARDISE_IN_PLACE}, {"test_standardise"})
+    assert got["test_standardise"][0] == 0 and "modified its inputs" in got["test_standardise"][1], got
+
+
+# ps06: no training at all; the "model" looks the test flowers up among the public held-out
+# labels, and its parameters are an untrained network's.
+HELD_OUT_LOOKUP = """
+class Lookup:
+    def __init__(self, seed):
+        self.untrained = MLP([4, 16, 3], rng=seed)
+
+    def parameters(self):
+        return self.untrained.parameters()
+
+    def __call__(self, X):
+        X = np.asarray(X.data if isinstance(X, Tensor) else X)
+        logits = np.zeros((len(X), 3))
+        for raw in (X_test_raw, standardise(X_train_raw, X_test_raw)[1]):
+            for row, flower in enumerate(X):
+                match = np.flatnonzero(np.all(np.isclose(raw, flower), axis=1))
+                if len(match):
+                    logits[row, y_test[match[0]]] = 1.0
+        return Tensor(logits)
+
+
+def train(seed):
+    return Lookup(seed)
+"""
+
+
+def test_a_lookup_of_the_held_out_labels_is_not_training():
+    got = grade("ps06_training_mlp", {"train": HELD_OUT_LOOKUP}, {"test_train"})
+    assert got["test_train"][0] == 0, got
+
+
+# ps12: make_program is to be written; course_lib's is ruled out, but its parts were not.
+ASSEMBLED_MAKE_PROGRAM = """
+from course_lib.tensor.grad_mode import _tracing
+from course_lib.trace import Trace, _read_program, flatten
+
+
+def make_program(f, *args):
+    t = Trace()
+    token = _tracing.set(t)
+    try:
+        inputs = [t.new_input(a) for a in args]
+        leaves, _ = flatten(f(*inputs))
+        return _read_program(inputs, leaves, t.ids)
+    finally:
+        _tracing.reset(token)
+        t.finish()
+"""
+
+
+def test_a_ruled_out_function_cannot_be_assembled_from_its_modules_parts():
+    got = grade("ps12_tracing", {"make_program": ASSEMBLED_MAKE_PROGRAM}, {"test_make_program"})
+    assert got["test_make_program"][0] == 0 and "exercise rule" in got["test_make_program"][1], got
