@@ -48,6 +48,7 @@ from course_grader.intake import (
     restore_order,
 )
 from course_grader.parts import nbgrader_meta, secret_lines
+from course_grader.report import TIMING_FILE
 from course_grader.rules import course_lib_root, read_rules
 from course_grader.sandbox import Limits, Sandbox, SandboxMissing
 
@@ -62,6 +63,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
+    seconds: float | None = None  # wall-clock time of the sandboxed grading run
 
 
 class ClassGrader:
@@ -268,9 +270,11 @@ class ClassGrader:
             rules = read_rules(self.course / "solutions" / out.assignment)
             sandbox = Sandbox(self.limits, unsafe=self.unsafe, rules=rules, slot=slot)
             hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
+            start = time.monotonic()
             results = grade_hand_in(
                 source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name
             )
+            out.seconds = time.monotonic() - start
         except GradingFailed as error:
             out.status = "failed"
             out.notes.append(
@@ -337,6 +341,8 @@ class ClassGrader:
         folder = self._graded_dir(out)
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(graded, folder / f"{out.assignment}.ipynb")
+        # How long the hand-in took, for the class report (course_grader.report).
+        (folder / TIMING_FILE).write_text(json.dumps({"seconds": round(out.seconds or 0.0, 3)}) + "\n")
         self._carry_submission_files(out)
 
     def _carry_submission_files(self, out: Outcome) -> None:

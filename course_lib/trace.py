@@ -196,7 +196,7 @@ class Static:
 
 def flatten(tree: Tree, static: Callable[[Any], bool] | None = None) -> tuple[list[Any], Any]:
     """The leaves of ``tree`` in order and its structure, for :func:`unflatten`; a leaf for
-    which ``static(leaf)`` holds stays in the structure (as a :class:`Static`)."""
+    which ``static(leaf)`` holds stays in the structure (wrapped in a ``Static``)."""
     leaves: list[Any] = []
 
     def walk(t: Tree) -> Any:

@@ -348,7 +348,10 @@ def check_report_of_graded_class(course: Path, rows: list[dict], assignment: str
     _, human = page.tables["Hand-ins grading could not score alone, and why"]
     assert [r[:2] for r in human] == [["cy", "unreadable"]] and "not a readable notebook" in human[0][2]
     timed = sorted((course / "autograded").glob(f"*/{assignment}/{report.TIMING_FILE}"))
-    assert ("Grading time (seconds)" in page.tables) == bool(timed)
+    seconds = [report.grading_seconds(path) for path in timed]
+    assert len(seconds) == 2 and all(s is not None and s > 0 for s in seconds), "grading records each run's time"
+    _, timing = page.tables["Grading time (seconds)"]
+    assert numbers(timing[0])[0] == 2 and close(timing[0][-1:], [sum(s or 0 for s in seconds)])
 
 
 def test_make_targets_run_the_report_and_the_similarity_check():
