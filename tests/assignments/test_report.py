@@ -274,10 +274,17 @@ def test_without_a_gradebook_it_says_what_to_run(tmp_path, monkeypatch, capsys):
 
 
 def test_the_report_is_never_published(tmp_path):
-    """Outside git, publish copies only its list of paths: a report/ beside them stays behind."""
-    for name in ("book/01.md", "report/index.html", "report/csv/students.csv", "benchmarks/crafted_class.py"):
+    """Outside git, publish copies only its list of paths: a report/ beside them stays behind,
+    and so does a benchmark that uses course_grader."""
+    files = {
+        "book/01.md": "x",
+        "report/index.html": "x",
+        "report/csv/students.csv": "x",
+        "benchmarks/crafted_class.py": "from course_grader import report\n",
+    }
+    for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("x")
+        (tmp_path / name).write_text(text)
     assert publish.public_files(tmp_path) == ["book/01.md"]
     assert "report/" in (ROOT / ".gitignore").read_text().splitlines()
 
