@@ -255,6 +255,8 @@ def scan(
     lengths = {x.shape[0] if x.ndim else None for x in x_leaves} | ({length} if length is not None else set())
     if None in lengths - {length} or (x_leaves and any(x.ndim == 0 for x in x_leaves)):
         raise ValueError("scan: every leaf of xs needs a leading axis to scan over; a 0-d leaf has none")
+    if not lengths:
+        raise ValueError("scan: with no xs to scan over, say how many steps to run: scan(f, init, length=n)")
     if len(lengths) != 1:
         shapes = [x.shape for x in x_leaves]
         raise ValueError(
@@ -302,6 +304,7 @@ def _backward(
     g_ys: list[Tensor],
     g_saved: list[Tensor],
     g_carry: list[Tensor],
+    length: int,
 ) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
     """The gradient of a loop whose every carry is ``saved``: a scan running backwards over
     the steps, each step the body's VJP at its stored carry. Returns the gradients of the
@@ -323,7 +326,7 @@ def _backward(
 
     zeros = [record("", np.zeros(k.shape), ()) for k in consts]
     flipped = [t[::-1] for t in saved + xs + g_ys + g_saved]
-    carry, g_xs = scan(step, list(g_carry) + zeros, flipped)
+    carry, g_xs = scan(step, list(g_carry) + zeros, flipped, length=length)
     return carry[:nc], carry[nc:], [g[::-1] for g in g_xs]
 
 
@@ -336,7 +339,7 @@ def _cotangents(g: Tensor, out: Tensor, parents: list[Tensor], loop: Loop) -> li
     saved = _unpack(out, loop)[nc + ny :]
     k = loop.checkpoint
     if k == 1:
-        g_init, g_consts, g_xs = _backward(loop.body, consts, saved, xs, g_ys, g_saved, g_carry)
+        g_init, g_consts, g_xs = _backward(loop.body, consts, saved, xs, g_ys, g_saved, g_carry, loop.length)
         return g_init + g_xs + g_consts
     # Checkpointing: segments of k steps, backwards; each recomputes its carries from the stored one.
     segments = loop.length // k
@@ -348,14 +351,14 @@ def _cotangents(g: Tensor, out: Tensor, parents: list[Tensor], loop: Loop) -> li
         def replay(c: list[Tensor], x_t: list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
             return list(run(loop.body, c + x_t + consts)[:nc]), c
 
-        _, carries = scan(replay, c0, x_seg)
-        g_start, g_k_seg, g_x = _backward(loop.body, consts, carries, x_seg, g_y, [], g_c)
+        _, carries = scan(replay, c0, x_seg, length=k)
+        g_start, g_k_seg, g_x = _backward(loop.body, consts, carries, x_seg, g_y, [], g_c, k)
         return [a + b for a, b in zip(g_start, g_s)] + [a + b for a, b in zip(g_k, g_k_seg)], g_x
 
     grouped = [t.reshape((segments, k, *t.shape[1:])) for t in xs + g_ys]
     flipped = [t[::-1] for t in saved + grouped[:nx] + grouped[nx:] + g_saved]
     zeros = [record("", np.zeros(c.shape), ()) for c in consts]
-    carry, g_x_segments = scan(segment, list(g_carry) + zeros, flipped)
+    carry, g_x_segments = scan(segment, list(g_carry) + zeros, flipped, length=segments)
     g_xs = [t[::-1].reshape(x.shape) for t, x in zip(g_x_segments, xs)]
     return carry[:nc] + g_xs + carry[nc:]
 
