@@ -140,8 +140,8 @@ def _emit(out: str, args: list[str], loop: Loop, lit: Callable[[Any], str]) -> l
     return lines
 
 
-def _forward(*args: Tensor) -> Tensor:
-    """The ``scan`` op on Tensors: the packed result, recorded as one node."""
+def _forward(*args: Any) -> Tensor:
+    """The ``scan`` op on Tensors (then its :class:`Loop`): the packed result, recorded as one node."""
     *tensors, loop = args
     token = _tracing.set(None)  # the steps are numbers, not equations of an enclosing trace
     try:
@@ -153,9 +153,7 @@ def _forward(*args: Tensor) -> Tensor:
 
 def _unpack(packed: Tensor, loop: Loop) -> list[Tensor]:
     """The pieces of a packed ``scan`` value (final carries, ys, stored carries) as Tensors."""
-    return [
-        packed[offset : offset + int(np.prod(shape, dtype=int))].reshape(shape) for offset, shape in loop.layout()
-    ]
+    return [packed[offset : offset + int(np.prod(shape, dtype=int))].reshape(shape) for offset, shape in loop.layout()]
 
 
 # ----------------------------------------------------------------------------- the user's function
@@ -249,7 +247,8 @@ def scan(
     """
     carry, carry_tree = _leaves(init, "init")
     if xs is None:
-        x_leaves, xs_tree = [], Static(None)
+        x_leaves: list[Tensor] = []
+        xs_tree: Any = Static(None)
     else:
         x_leaves, xs_tree = _leaves(xs, "xs")
     lengths = {x.shape[0] if x.ndim else None for x in x_leaves} | ({length} if length is not None else set())

@@ -70,6 +70,7 @@ def test_value_and_gradient_equal_the_unrolled_loop(checkpoint: int) -> None:
 
 def test_gradient_is_bit_for_bit_when_each_value_is_used_once_a_step() -> None:
     """(Checkpointing sums w's gradient segment by segment: its last bit may differ.)"""
+
     def body(c: Tensor, x: Tensor) -> Any:
         h = (c * w + x).tanh()
         return h, (h * h).sum()
@@ -108,7 +109,10 @@ def test_the_program_is_one_scan_whatever_the_length() -> None:
         xs = RNG.normal(size=(length, 2))
         program = make_program(scanned, C0, xs, W)
         assert [e.op for e in program.equations].count("scan") == 1
-        sizes[length] = (len(program.equations), len(make_program(grad(scanned, argnum=(0, 1, 2)), C0, xs, W).equations))
+        sizes[length] = (
+            len(program.equations),
+            len(make_program(grad(scanned, argnum=(0, 1, 2)), C0, xs, W).equations),
+        )
         (value,) = evaluate(program, C0, xs, W)
         assert float(value) == unrolled(Tensor(C0), Tensor(xs), Tensor(W)).item()
     assert sizes[3] == sizes[30]
@@ -130,7 +134,9 @@ def test_vmap_batches_the_body() -> None:
         batched = vmap(scanned, in_axes=in_axes)(
             cs if in_axes[0] == 0 else C0, xss if in_axes[1] == 0 else XS, ws if in_axes[2] == 0 else W
         )
-        pick = [lambda i, a=a, d=d, ax=ax: a[i] if ax == 0 else d for a, d, ax in zip((cs, xss, ws), (C0, XS, W), in_axes)]
+        pick = [
+            lambda i, a=a, d=d, ax=ax: a[i] if ax == 0 else d for a, d, ax in zip((cs, xss, ws), (C0, XS, W), in_axes)
+        ]
         loop = [unrolled(*(Tensor(p(i)) for p in pick)).item() for i in range(4)]
         np.testing.assert_array_equal(batched.data, loop)
     per_example = vmap(grad(scanned, argnum=2), in_axes=(None, 0, None))(C0, xss, W)
