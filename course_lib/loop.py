@@ -34,7 +34,7 @@ import numpy as np
 from course_lib import jit as _jit
 from course_lib import vmap as _vmap
 from course_lib.passes import simplify
-from course_lib.program import Equation, Program, run, show
+from course_lib.program import Equation, Program, Var, run, show
 from course_lib.tensor import Tensor, defvjp_argnum, gradients, record
 from course_lib.tensor.grad_mode import _tracing
 from course_lib.trace import Static, flatten, trace, unflatten
@@ -115,8 +115,10 @@ def _emit(out: str, args: list[str], loop: Loop, lit: Callable[[Any], str]) -> l
     """The loop as lines of Python: a ``for`` over the steps calling the body's compiled
     code (its NumPy rules, so the same bits as the eager engine), writing ``ys`` and the
     stored carries into one packed buffer ``out``."""
-    body, _ = _jit.compile_program(simplify(loop.body), "body")
+    program = simplify(loop.body)
+    body, _ = _jit.compile_program(program, "body")
     f = lit(body)
+    constant = [not isinstance(o, Var) for o in program.outputs[: loop.n_carry]]  # compiled code returns a float
     nc, nx = loop.n_carry, loop.n_xs
     carry, xs, consts = args[:nc], args[nc : nc + nx], args[nc + nx :]
     c = [f"{out}_c{i}" for i in range(nc)]
@@ -124,7 +126,10 @@ def _emit(out: str, args: list[str], loop: Loop, lit: Callable[[Any], str]) -> l
     views = [f"{out}_v{i}" for i in range(len(pieces))]
     lines = [f"{out} = np.empty({loop.size()})"]
     lines += [f"{v} = {out}[{o}:{o + int(np.prod(s, dtype=int))}].reshape({s!r})" for v, (o, s) in zip(views, pieces)]
-    lines += [f"{ci} = {a}" for ci, a in zip(c, carry)]
+    # A 0-d constant argument arrives as a Python float: the body's NumPy rules need arrays.
+    lines += [f"{ci} = np.asarray({a})" for ci, a in zip(c, carry)]
+    lines += [f"{out}_k{i} = np.asarray({a})" for i, a in enumerate(consts)]
+    consts = [f"{out}_k{i}" for i in range(len(consts))]
     ys, saved = views[nc : len(views) - nc], views[len(views) - nc :]
     results = "".join(f"{r}, " for r in c + [f"{out}_y{i}" for i in range(len(ys))])
     t = f"{out}_t"  # no program variable has an underscore in its name
@@ -136,6 +141,7 @@ def _emit(out: str, args: list[str], loop: Loop, lit: Callable[[Any], str]) -> l
         lines += [f"        {s}[{t} // {loop.checkpoint}] = {ci}" for s, ci in zip(saved, c)]
     lines.append(f"    {results}= {f}({', '.join(c + [f'{x}[{t}]' for x in xs] + consts)})")
     lines += [f"    {y}[{t}] = {out}_y{i}" for i, y in enumerate(ys)]
+    lines += [f"    {ci} = np.asarray({ci})" for ci, known in zip(c, constant) if known]
     lines += [f"{v}[...] = {ci}" for v, ci in zip(views[:nc], c)]
     return lines
 
