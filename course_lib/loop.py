@@ -90,18 +90,53 @@ class Loop:
     def runner(self) -> Callable[..., np.ndarray]:
         """The loop as a compiled function of arrays (made once): what the forward and jit run."""
         if self._runner is None:
+            key = self.fingerprint()
+            self._runner = _RUNNERS.get(key)
+        if self._runner is None:
             names = [f"a{i}" for i in range(len(self.body.inputs))]
             namespace: dict[str, Any] = {"np": np}
             lines = _emit("out", names, self, lambda p: _literal(namespace, p))
             source = "\n    ".join([f"def loop({', '.join(names)}):", *lines, "return out"]) + "\n"
             exec(compile(source, "<scan loop>", "exec"), namespace)
-            self._runner = namespace["loop"]
+            self._runner = _RUNNERS[key] = namespace["loop"]
+            if len(_RUNNERS) > 256:  # keep the most recent loops
+                del _RUNNERS[next(iter(_RUNNERS))]
         return self._runner
+
+    def fingerprint(self) -> tuple:
+        """What the compiled loop depends on: equal for the same body traced again (an eager
+        ``scan`` traces its body at every call, and compiles it only the first time)."""
+        numbers: dict[int, int] = {id(v): k for k, v in enumerate(self.body.inputs)}
+
+        def of(x: Any) -> Any:
+            if isinstance(x, Var):
+                return numbers[id(x)]
+            if isinstance(x, np.ndarray):
+                return (x.dtype.str, x.shape, x.tobytes())
+            if isinstance(x, (tuple, list)):
+                return tuple(of(y) for y in x)
+            if isinstance(x, slice):
+                return ("slice", x.start, x.stop, x.step)
+            if isinstance(x, float):  # by bits: -0.0 is not 0.0
+                return (float, np.float64(x).tobytes())
+            return x.fingerprint() if isinstance(x, Loop) else (type(x), x)
+
+        equations = []
+        for e in self.body.equations:
+            equations.append((e.op, of(e.args), of(e.params)))
+            numbers[id(e.out)] = len(numbers)
+        shapes = tuple(v.shape for v in self.body.inputs)
+        sizes = (self.length, self.n_carry, self.n_xs, self.checkpoint)
+        return (shapes, tuple(equations), of(self.body.outputs), sizes)
 
     def __repr__(self) -> str:
         body = show(self.body).replace("\n", "\n    ")
         every = f", checkpoint={self.checkpoint}" if self.checkpoint != 1 else ""
         return f"length={self.length}{every}; body=\n      {body.replace(chr(10), chr(10) + '  ')}\n    "
+
+
+_RUNNERS: dict[tuple, Callable[..., np.ndarray]] = {}
+"""Compiled loops by :meth:`Loop.fingerprint`."""
 
 
 def _literal(namespace: dict[str, Any], value: Any) -> str:

@@ -250,3 +250,13 @@ def test_python_control_flow_in_the_body_is_refused() -> None:
 
     with pytest.raises(TracingError, match="Python control flow"):
         scan(lambda c, x: (c * 2.0 if c.sum() else c, None), Tensor(C0), XS)
+
+
+def test_an_eager_scan_compiles_its_body_once_and_tells_bodies_apart() -> None:
+    def loop_of(low: float) -> Loop:
+        program = make_program(lambda c: scan(lambda c, x: (c.clip(low, 1.0) + x, None), c, XS)[0], C0)
+        return program.equations[0].params[0]
+
+    first, again, other = loop_of(0.0), loop_of(0.0), loop_of(-0.0)
+    assert first is not again and first.fingerprint() == again.fingerprint() != other.fingerprint()
+    assert first.runner() is again.runner() is not other.runner()
