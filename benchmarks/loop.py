@@ -20,6 +20,7 @@ from benchmarks import workloads  # first: it pins every engine to one thread be
 
 # isort: split
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,17 @@ import numpy as np
 from course_lib.functional import grad
 from course_lib.jit import jit
 from course_lib.physics import START_SHOT
-from course_lib.simulate import DRAG, DT, G, final_step, heun_step, hoop_height, launch, scanned_hoop_height
-from course_lib.simulate import steps_before
+from course_lib.simulate import (
+    DRAG,
+    DT,
+    G,
+    final_step,
+    heun_step,
+    hoop_height,
+    launch,
+    scanned_hoop_height,
+    steps_before,
+)
 from course_lib.tensor import Tensor
 from course_lib.trace import make_program
 
@@ -95,8 +105,9 @@ def sizes() -> dict[str, tuple[int, ...]]:
     for name, f in (("unrolled", unrolled), ("scanned", scanned)):
         row = []
         for steps in (STEPS, 2 * STEPS):
-            row.append(len(make_program(lambda v, t, k, n=steps: f(v, t, k, n), *SHOT).equations))
-            row.append(len(make_program(grad(lambda v, t, k, n=steps: f(v, t, k, n), argnum=ARGS), *SHOT).equations))
+            flown = lambda v, t, k, f=f, n=steps: f(v, t, k, n)  # noqa: E731
+            row.append(len(make_program(flown, *SHOT).equations))
+            row.append(len(make_program(grad(flown, argnum=ARGS), *SHOT).equations))
         table[name] = tuple(row)
     return table
 
@@ -127,23 +138,20 @@ def main() -> None:
 
     height = hoop_height(V0, THETA0, DRAG).item()
     gradient = np.array([g.item() for g in grad(unrolled, argnum=ARGS)(*SHOT)])
-    value_of = {
+    value_of: dict[str, Callable[[], Any]] = {
         "unrolled, eager": lambda: unrolled(*SHOT),
         "scanned, eager": lambda: scanned(*SHOT),
-        "unrolled, jit": jit(unrolled),
-        "scanned, jit": jit(scanned),
+        "unrolled, jit": partial(jit(unrolled), *SHOT),
+        "scanned, jit": partial(jit(scanned), *SHOT),
     }
-    gradient_of = {
+    gradient_of: dict[str, Callable[[], Any]] = {
         "unrolled, eager": lambda: grad(unrolled, argnum=ARGS)(*SHOT),
         "scanned, eager": lambda: grad(scanned, argnum=ARGS)(*SHOT),
         "checkpoint=7, eager": lambda: grad(checkpointed, argnum=ARGS)(*SHOT),
-        "unrolled, jit": jit(grad(unrolled, argnum=ARGS)),
-        "scanned, jit": jit(grad(scanned, argnum=ARGS)),
-        "checkpoint=7, jit": jit(grad(checkpointed, argnum=ARGS)),
+        "unrolled, jit": partial(jit(grad(unrolled, argnum=ARGS)), *SHOT),
+        "scanned, jit": partial(jit(grad(scanned, argnum=ARGS)), *SHOT),
+        "checkpoint=7, jit": partial(jit(grad(checkpointed, argnum=ARGS)), *SHOT),
     }
-    for table_ in (value_of, gradient_of):
-        for name in [n for n in table_ if n.endswith("jit")]:
-            table_[name] = (lambda f: lambda: f(*SHOT))(table_[name])
     try:
         jax_value, jax_gradient = jax_flight()
         value_of["jax.lax.scan, jax.jit"] = lambda: float(jax_value(*SHOT))
