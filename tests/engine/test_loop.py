@@ -260,3 +260,40 @@ def test_an_eager_scan_compiles_its_body_once_and_tells_bodies_apart() -> None:
     first, again, other = loop_of(0.0), loop_of(0.0), loop_of(-0.0)
     assert first is not again and first.fingerprint() == again.fingerprint() != other.fingerprint()
     assert first.runner() is again.runner() is not other.runner()
+
+
+def test_a_scan_inside_a_scan_body() -> None:
+    xss = RNG.normal(size=(4, 3, 2))
+
+    def nested(c: Any, xss: Any) -> Tensor:
+        def inner(c: Tensor, xs: Tensor) -> Tensor:
+            return scan(lambda c, x: ((c * x).sin() + c, None), c, xs)[0]
+
+        c, ys = scan(lambda c, xs: (inner(c, xs), c.sum()), c, xss)
+        return c.sum() + ys.sum()
+
+    def unrolled_nested(c: Any, xss: Any) -> Tensor:
+        total = Tensor(0.0)
+        for xs in xss:
+            total = total + c.sum()
+            for x in xs:
+                c = (c * x).sin() + c
+        return c.sum() + total
+
+    program = make_program(nested, C0, xss)
+    assert [e.op for e in program.equations].count("scan") == 1
+    value = unrolled_nested(Tensor(C0), Tensor(xss)).item()
+    assert nested(C0, xss).item() == jit(nested)(C0, xss).item()
+    assert abs(nested(C0, xss).item() - value) < 1e-13
+    expected = grad(unrolled_nested)(C0, xss).data
+    np.testing.assert_allclose(grad(nested)(C0, xss).data, expected, rtol=1e-13)
+    np.testing.assert_allclose(
+        vmap(grad(nested), in_axes=(0, None))(np.stack([C0, C0]), xss).data[1], expected, rtol=1e-13
+    )
+
+
+def test_linearize_says_scan_has_no_jvp_rule_yet() -> None:
+    from course_lib.linearize import linearize
+
+    with pytest.raises(NotImplementedError, match="op 'scan' has no JVP rule"):
+        linearize(lambda c: scan(lambda c, x: (c * x, None), c, XS)[0], C0)
