@@ -17,7 +17,9 @@ op table and its rules sit beside it here, in the style of JAX's Autodidax:
   carries. Storing every carry or recomputing them is chapter 11's checkpointing question
   again: ``scan(..., checkpoint=k)`` stores every ``k``-th carry and recomputes the others
   segment by segment during the backward pass (memory ``length / k + k`` carries instead of
-  ``length``, for one more forward pass).
+  ``length``, for one more forward pass). Even with ``k = 1`` only the carries are stored:
+  each backward step runs its body forward again to get the values its VJP needs (JAX's
+  ``scan`` stores those too, unless the body is wrapped in ``jax.checkpoint``).
 
 The engine's nodes have one output, so the ``scan`` node's value is one vector packing the
 final carry, the stacked ``ys`` and the stored carries; :func:`scan` returns slices of it.
@@ -130,9 +132,9 @@ class Loop:
         return (shapes, tuple(equations), of(self.body.outputs), sizes)
 
     def __repr__(self) -> str:
-        body = show(self.body).replace("\n", "\n    ")
+        body = show(self.body).replace("\n", "\n      ")
         every = f", checkpoint={self.checkpoint}" if self.checkpoint != 1 else ""
-        return f"length={self.length}{every}; body=\n      {body.replace(chr(10), chr(10) + '  ')}\n    "
+        return f"length={self.length}{every}; body=\n      {body}\n    "
 
 
 _RUNNERS: dict[tuple, Callable[..., np.ndarray]] = {}
