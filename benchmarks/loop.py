@@ -8,7 +8,8 @@ shortened last one) is flown four ways: the Python loop, unrolled by tracing (ch
 its gradient storing every carry or every 7th (``checkpoint=7``); and ``jax.lax.scan`` under
 ``jax.jit`` for reference. It prints the programs' sizes (equations, at 49 and at 98 steps:
 the scanned program does not grow) and the CPU time of the value and of the gradient
-(with respect to speed, angle and drag), eagerly and through ``jit``, with the ratios.
+(with respect to speed, angle and drag), eagerly and through ``jit``, with the ratios, and
+the peak memory of an eager gradient.
 Every candidate is first checked to give the flight's height (and the gradient within 1e-12).
 """
 
@@ -36,6 +37,7 @@ from course_lib.simulate import (
     heun_step,
     hoop_height,
     launch,
+    peak_bytes,
     scanned_hoop_height,
     steps_before,
 )
@@ -160,6 +162,11 @@ def main() -> None:
         print("(JAX is not installed: no reference row)")
     check(value_of, height, gradient)
     check(gradient_of, height, gradient)
+
+    print("\nPeak memory of one eager gradient (tracemalloc; the unrolled graph against the stored carries)")
+    for name in ("unrolled, eager", "scanned, eager", "checkpoint=7, eager"):
+        gradient_of[name]()  # warm: compiled loops are cached
+        print(f"{name:24}{peak_bytes(gradient_of[name])[1] / 1024:>10.0f} KiB")
 
     number = 5
     print(f"\nCPU time per call (best of {rounds} rounds of {number}); ratio: unrolled eager / this")
