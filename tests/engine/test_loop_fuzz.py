@@ -29,7 +29,9 @@ from course_lib.vmap import vmap
 BODIES = settings(FUZZ, max_examples=EXAMPLES)
 JAX_BODIES = settings(FUZZ, max_examples=max(1, EXAMPLES // 3))  # a jax.jit compilation each
 
-UNARY = ["tanh", "sin", "cos", "neg", "exp_tanh", "sqrt", "square", "sum"]
+UNARY = ["tanh", "sin", "cos", "neg", "exp_tanh", "sqrt", "square", "sum", "relu", "abs", "clip", "max"]
+"""Among them ops whose gradient is a mask of the step's values (relu, abs, clip, max): a body
+traced once must not keep the first step's mask."""
 BINARY = ["add", "sub", "mul", "div"]
 
 
@@ -44,6 +46,10 @@ def unary(name: str, a: Any, np_: Any) -> Any:
         "sqrt": lambda: (a * a + 0.5).sqrt() if np_ is None else np_.sqrt(a * a + 0.5),
         "square": lambda: a * a,
         "sum": lambda: a.sum(),
+        "relu": lambda: a.relu() if np_ is None else np_.maximum(a, 0.0),
+        "abs": lambda: a.abs() if np_ is None else np_.abs(a),
+        "clip": lambda: a.clip(-0.5, 0.7) if np_ is None else np_.clip(a, -0.5, 0.7),
+        "max": lambda: a.max() if np_ is None else np_.max(a),
     }[name]
     return f()
 
@@ -62,7 +68,7 @@ def bodies(draw: Any) -> dict[str, Any]:
         if draw(st.booleans()):
             name = draw(st.sampled_from(UNARY))
             steps.append(("unary", name, a))
-            shapes.append(() if name == "sum" else shapes[a])
+            shapes.append(() if name in ("sum", "max") else shapes[a])
         else:
             b = draw(st.integers(0, len(shapes) - 1))
             steps.append(("binary", draw(st.sampled_from(BINARY)), a, b))
