@@ -26,8 +26,8 @@ from course_lib.loop import scan
 from course_lib.tensor import Tensor, stack
 from course_lib.vmap import vmap
 
-BODIES = settings(FUZZ, max_examples=EXAMPLES)
-JAX_BODIES = settings(FUZZ, max_examples=max(1, EXAMPLES // 3))  # a jax.jit compilation each
+BODIES = settings(FUZZ, max_examples=max(1, EXAMPLES // 2))
+JAX_BODIES = settings(FUZZ, max_examples=max(1, EXAMPLES // 6))  # a jax.jit compilation each
 
 UNARY = ["tanh", "sin", "cos", "neg", "exp_tanh", "sqrt", "square", "sum", "relu", "abs", "clip", "max"]
 """Among them ops whose gradient is a mask of the step's values (relu, abs, clip, max): a body
