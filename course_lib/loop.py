@@ -414,7 +414,10 @@ def _vjp(i: int, g: Tensor, out: Tensor, *args: Any) -> Tensor:
     *parents, loop = args
     if _cache[0] is not out or _cache[1] is not g:
         _cache[:] = [out, g, _cotangents(g, out, parents, loop)]
-    return _cache[2][i]
+    result = _cache[2][i]
+    if i == max(j for j, p in enumerate(parents) if p.requires_grad):  # the last one asked for: let go
+        _cache[:] = [None, None, None]
+    return result
 
 
 # ----------------------------------------------------------------------------- vmap
