@@ -180,7 +180,7 @@ test-engine: instructor-only setup $(ORACLE_STAMP)
 FUZZ_EXAMPLES ?= 2000
 fuzz: instructor-only setup $(ORACLE_STAMP)
 	@echo "==> fuzz: $(FUZZ_EXAMPLES) random programs per property against the eager engine"
-	@time FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OMP_NUM_THREADS=1 $(PY) -m pytest tests/engine/test_compiled_fuzz.py -n $(JOBS) -q -rfEs
+	@time FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OMP_NUM_THREADS=1 $(PY) -m pytest tests/engine/test_compiled_fuzz.py tests/engine/test_loop_fuzz.py -n $(JOBS) -q -rfEs
 
 # ruff (lint and format) and mypy, configured in pyproject.toml, then the GitHub Actions
 # workflows: this repository's CI and the book workflow `make publish` gives the public tree

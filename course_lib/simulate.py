@@ -57,6 +57,7 @@ __all__ = [
     "steps_before",
     "final_step",
     "hoop_height",
+    "scanned_hoop_height",
     "drag_shot_height",
     "Flight",
     "flight",
@@ -232,6 +233,22 @@ def hoop_height(
         parked = tuple(where(reaches, s, c) for s, c in zip(state, (x_hoop, 0.0, 1.0, 0.0)))
         return where(reaches, final_step(parked, k, x_hoop, g), np.nan)
     return final_step(state, k, x_hoop, g)
+
+
+def scanned_hoop_height(
+    v: Values, theta: Values, k: Values, steps: int, dt: float = DT, x_hoop: float = HOOP[0], checkpoint: int = 1
+) -> Tensor:
+    """:func:`hoop_height` with its loop as one ``scan`` op (:mod:`course_lib.loop`): ``steps``
+    full Heun steps (count them with :func:`steps_before`), then the shortened last step.
+    The same numbers, but traced (``jit``, ``make_program``) the flight is a program of a
+    few dozen equations whatever the number of steps; its gradient stores every
+    ``checkpoint``-th state and recomputes the others.
+    """
+    from course_lib.loop import scan  # registers the scan op only when a scanned flight is flown
+
+    dt = _check_dt(dt)
+    state, _ = scan(lambda s, _: (heun_step(s, k, dt), None), launch(v, theta), length=steps, checkpoint=checkpoint)
+    return final_step(state, k, x_hoop)
 
 
 def drag_shot_height(params: Values, dt: float = DT, x_hoop: float = HOOP[0], h0: float = 0.0) -> Tensor:

@@ -27,10 +27,12 @@ from op_samples import SAMPLES, TORCH, elementwise
 
 import course_lib.tensor as tensor_module
 from course_lib.check import gradcheck
+from course_lib.loop import HIGHER_ORDER
 from course_lib.tensor import OPS, Op, Tensor, defvjp, gradients, record
 
 EXAMPLES = settings(max_examples=10, deadline=None, database=None)
-INTERNAL = {"first_order"}  # wraps the results of first-order rules; it has no forward of its own
+INTERNAL = {"first_order", *HIGHER_ORDER}  # first_order wraps first-order rules' results: no forward of its own;
+# scan's parameter is a program, not something to sample (tests/engine/test_loop.py tests it)
 
 
 STOP_GRADIENT = {"detach"}  # its derivative is zero by definition, not that of its values: tests of its own
