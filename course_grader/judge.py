@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from course_grader import stand_ins
+from course_grader.handin import JudgeJob, PartJob
 from course_grader.protocol import (
     CELL_END,
     CELL_START,
@@ -48,8 +49,6 @@ from course_grader.protocol import (
     Cell,
     ChannelClosed,
     Endpoint,
-    JudgeJob,
-    PartJob,
     ProtocolError,
     clip,
 )

@@ -9,8 +9,8 @@ number or an array. Anything else stays where it lives and crosses as a **handle
 the other side uses to ask for operations on it (``{"$h": n}`` for the runner's objects,
 ``{"$r": n}`` for the judge's).
 
-Before that, the grader sends the judge a :class:`JudgeJob` and the judge sends the runner a
-:class:`Job`. Then messages, each one JSON object on one line:
+Before that, the grader sends the judge its job (:class:`course_grader.handin.JudgeJob`) and the
+judge sends the runner a :class:`Job`. Then messages, each one JSON object on one line:
 
 * a request ``{"id": n, "op": OP, ...}``: the receiver does ``op`` and answers;
 * a reply ``{"re": n, "value": V}`` or ``{"re": n, "error": {"type": T, "message": M}}``;
@@ -74,34 +74,6 @@ class Cell(TypedDict):
     name: str
     kind: Literal["setup", "answer", "extra", "reference", "test"]
     source: str
-
-
-class PartJob(TypedDict):
-    """One graded part, as the grader hands it to the judge."""
-
-    grade_id: str
-    setup: list[Cell]  # the instructor's set-up cells, which the judge runs too
-    cells: list[Cell]  # what the runner runs: set-up and the student's cells, in notebook order
-    cell_names: list[str]
-    references: list[Cell]  # earlier parts' solutions, run in the judge if needed
-    answers: list[str]  # grade ids of the answer cells this part tests
-    visible: str
-    hidden: str
-
-
-class JudgeJob(TypedDict):
-    """What the grader sends the judge on stdin for one hand-in (course_grader.handin)."""
-
-    parts: list[PartJob]
-    limits: dict[str, int | float]
-    unsafe: bool
-    rules: dict[str, list[str]]  # course_grader.rules.Rules, as a dict
-    slot: int
-    cell_timeout: float
-    files: str  # the released data files and the hand-in
-    scratch: str  # a folder for the parts' working folders
-    names: list[str]  # what the solution's answer cells bind: all a test takes from the student
-    classes: list[str]  # the notebook's classes, whose arithmetic tests may use
 
 
 class CellOutcome(TypedDict, total=False):
@@ -336,24 +308,20 @@ class Codec:
                 raise ProtocolError("a handle this side never gave out")
             return self.objects[body]
         if tag == self.other_tag:
-            number, kind, like = (body, "", "") if type(body) is int else (_list(body) + ["", ""])[:3]
-            if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (kind, like)):
+            number, cls, like = (body, "", "") if type(body) is int else (_list(body) + ["", ""])[:3]
+            if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (cls, like)):
                 raise ProtocolError("a malformed handle")
-            return self.proxy(number, kind, like)
+            return self.proxy(number, cls, like)
         raise ProtocolError(f"unknown tag {tag!r}")
-
-
-def class_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def described(value: Any, notebook_classes: set[str]) -> list[str]:
     """The class of ``value`` and, where that class is neither course_lib's nor one of the
     notebook's (``module.qualname``), its first base class that is: a student's ``class
     PrunedProgram(Program)`` is taken for a Program, as ``isinstance`` takes it in Jupyter."""
-    exact = class_name(type(value))
+    exact = f"{type(value).__module__}.{type(value).__qualname__}"
     for cls in type(value).__mro__:
-        name = class_name(cls)
+        name = f"{cls.__module__}.{cls.__qualname__}"
         if cls.__module__.split(".")[0] == "course_lib" or name in notebook_classes:
             return [exact] if name == exact else [exact, name]
     return [exact]
