@@ -440,13 +440,15 @@ def is_topological(order, output):
 
 
 def test_the_students_code_may_mark_the_tests_nodes_and_check_their_class():
-    """Fair (Jupyter): 2/2 each; and the marks never reach the judge's graph: an answer that
-    cuts the output node's parents off returns a one-node order, which the test refuses."""
-    got = grade("ps04_topological_sort", MARKS_AND_ISINSTANCE, {"test_dfs_postorder", "test_is_topological"}, 60)
+    """Fair (Jupyter): 2/2 each; and the marks never reach the judge's graph: a
+    child_count_order that cuts the output node's parents off returns a one-node order, which
+    the test refuses."""
+    cut = "def child_count_order(output):\n    output.parents = []\n    return [output] + list(output.parents)\n"
+    answers = {**MARKS_AND_ISINSTANCE, "child_count_order": cut}
+    parts = {"test_dfs_postorder", "test_is_topological", "test_child_count_order"}
+    got = grade("ps04_topological_sort", answers, parts, 60)
     assert got["test_dfs_postorder"][0] == 2 and got["test_is_topological"][0] == 2, got
-    cut = "def dfs_postorder(output):\n    output.parents = []\n    return [output] + list(output.parents)\n"
-    got = grade("ps04_topological_sort", {"dfs_postorder": cut}, {"test_dfs_postorder"}, 60)
-    assert got["test_dfs_postorder"][0] == 0, got
+    assert got["test_child_count_order"][0] == 0, got
 
 
 # ps12: dead-code elimination returning a subclass of course_lib's Program.
