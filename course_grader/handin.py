@@ -18,10 +18,39 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from course_grader.parts import Part, answer_names, notebook_classes, parts
-from course_grader.protocol import JudgeJob
+from course_grader.protocol import Cell
 from course_grader.sandbox import Sandbox
+
+
+class PartJob(TypedDict):
+    """One graded part, as the grader hands it to the judge."""
+
+    grade_id: str
+    setup: list[Cell]  # the instructor's set-up cells, which the judge runs too
+    cells: list[Cell]  # what the runner runs: set-up, the student's and earlier tests' cells, in order
+    cell_names: list[str]
+    references: list[Cell]  # earlier parts' solutions, run in the judge if needed
+    answers: list[str]  # grade ids of the answer cells this part tests
+    visible: str
+    hidden: str
+
+
+class JudgeJob(TypedDict):
+    """What the grader sends the judge on stdin for one hand-in (:func:`grade_hand_in`)."""
+
+    parts: list[PartJob]
+    limits: dict[str, int | float]
+    unsafe: bool
+    rules: dict[str, list[str]]  # course_grader.rules.Rules, as a dict
+    slot: int
+    cell_timeout: float
+    files: str  # the released data files and the hand-in
+    scratch: str  # a folder for the parts' working folders
+    names: list[str]  # what the solution's answer cells bind: all a test takes from the student
+    classes: list[str]  # the notebook's classes, whose arithmetic tests may use
 
 
 @dataclass

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from course_grader import stand_ins
+from course_grader.handin import JudgeJob, PartJob
 from course_grader.protocol import (
     CELL_END,
     CELL_START,
@@ -48,8 +49,6 @@ from course_grader.protocol import (
     Cell,
     ChannelClosed,
     Endpoint,
-    JudgeJob,
-    PartJob,
     ProtocolError,
     clip,
 )
@@ -126,6 +125,7 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
                 "rlimits": sandbox.limits.rlimits(),
                 "course_lib_parent": sandbox.inside_course_lib_parent,
                 "answers": sorted(ANSWER_NAMES),
+                "classes": sorted(ARITHMETIC),
                 "debug": DEBUG,
             }
         )
@@ -138,7 +138,7 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
                     running, student_ran = str(event.get("cell")), True
                 elif kind == CELL_END:
                     running = None
-                    _cell_note(event, verdict)
+                    _cell_note(event, verdict, tests={c["name"] for c in cells if c["kind"] == "test"})
                 elif kind == SETUP_FAILED:  # before the student's code: the grading set-up is broken
                     verdict.machinery = (
                         f"the assignment's own set-up cell '{clip(str(event.get('cell')), 80)}' failed in the "
@@ -174,11 +174,13 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
             sys.stderr.write(end.stderr.decode("utf-8", "replace"))
 
 
-def _cell_note(event: dict, verdict: Verdict) -> None:
+def _cell_note(event: dict, verdict: Verdict, tests: set[str]) -> None:
     status, cell = event.get("status"), str(event.get("cell"))
     if status == "timeout":
         verdict.timed_out_cells.append(cell)
         verdict.notes.append(f"your cell '{cell}' ran longer than the time limit and was stopped")
+    elif cell in tests:  # an earlier test's lines, run for the names your cells use: its own part says more
+        return
     elif status == "syntax":
         verdict.notes.append(f"your cell '{cell}' is not valid Python here: {clip(str(event.get('message', '')), 300)}")
     elif status == "error":
@@ -228,6 +230,7 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
             if not source.strip():
                 continue
             verdict.phase = phase
+            stand_ins.HIDDEN[0] = phase == "hidden"
             with time_limit(cell_timeout):
                 run_trusted(source, f"<{phase} test>", namespace, visible if phase == "visible" else quiet)
     except CellTimeout:
@@ -245,16 +248,20 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         verdict.error = type(error).__name__
         verdict.in_test_code = raised_in_test(error)
         verdict.message = clip(str(error))
-        if verdict.phase == "hidden" and not (verdict.in_test_code and isinstance(error, AssertionError)):
+        if verdict.phase == "hidden":
             # Text that did not come from the test itself may carry what the student's code
-            # made of the hidden inputs: only the exception's type leaves.
-            verdict.message = HIDDEN_MESSAGE
+            # made of the hidden inputs: only the exception's type leaves, or the test's own
+            # message without the strings the student's process sent.
+            own = verdict.in_test_code and isinstance(error, AssertionError)
+            verdict.message = clip((own and codec.without_their_text(str(error))) or HIDDEN_MESSAGE)
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
         if verdict.phase == "references":
             verdict.message = (
                 f"an earlier part's reference could not run on your code ({verdict.error}: {verdict.message})"
             )
         return verdict
+    finally:
+        stand_ins.HIDDEN[0] = False
     verdict.passed, verdict.phase, verdict.output = True, "", clip(visible.getvalue())
     return verdict
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import symtable
 from dataclasses import dataclass, field
 
 from course_grader.protocol import Cell
@@ -89,6 +90,45 @@ def bound_names(sources: list[str]) -> set[str]:
     return names
 
 
+def used_names(source: str) -> set[str]:
+    """The global names a cell reads (at its top level or inside its functions and classes)."""
+    try:
+        top = symtable.symtable(source, "<cell>", "exec")
+    except SyntaxError:
+        return set()
+    names, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        names |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global())}
+        tables.extend(table.get_children())
+    return names
+
+
+def runnable_test(visible: str) -> str:
+    """A test cell's visible lines as the student's process runs them, for the names they
+    define (as in Jupyter, where the answers below may use them): without its top-level
+    asserts, so a failed check stops nothing there. What happens there never counts."""
+    try:
+        tree = ast.parse(visible)
+    except SyntaxError:
+        return ""
+    tree.body = [node for node in tree.body if not isinstance(node, ast.Assert)]
+    return ast.unparse(tree)
+
+
+def used_test_cells(cells: list[Cell]) -> list[Cell]:
+    """``cells`` without the test cells whose names no later cell (the student's or a set-up
+    cell) reads, directly or through another test cell kept."""
+    wanted: set[str] = set()
+    kept: list[Cell] = []
+    for cell in reversed(cells):
+        if cell["kind"] == "test" and not bound_names([cell["source"]]) & wanted:
+            continue
+        wanted |= used_names(cell["source"])
+        kept.append(cell)
+    return kept[::-1]
+
+
 def notebook_classes(source_nb) -> set[str]:
     """The classes the instructor's notebook defines (set-up and answer cells), as the runner
     names them: the student's objects whose arithmetic a test may use."""
@@ -133,9 +173,19 @@ def parts(source_nb, hand_in) -> list[Part]:
             ]
             tested = since_last_test or (found[-1].answers if found else [])
             found.append(
-                Part(meta["grade_id"], float(meta.get("points", 0)), visible, hidden, list(cells), references, tested)
+                Part(
+                    meta["grade_id"],
+                    float(meta.get("points", 0)),
+                    visible,
+                    hidden,
+                    used_test_cells(cells),
+                    references,
+                    tested,
+                )
             )
             since_last_test = []
+            if runnable := runnable_test(visible).strip():
+                cells.append({"name": f"{meta['grade_id']} (its visible lines)", "kind": "test", "source": runnable})
         elif meta.get("solution"):
             cells.extend(answers.get(meta["grade_id"], []))
             since_last_test.append(meta["grade_id"])

@@ -9,8 +9,8 @@ number or an array. Anything else stays where it lives and crosses as a **handle
 the other side uses to ask for operations on it (``{"$h": n}`` for the runner's objects,
 ``{"$r": n}`` for the judge's).
 
-Before that, the grader sends the judge a :class:`JudgeJob` and the judge sends the runner a
-:class:`Job`. Then messages, each one JSON object on one line:
+Before that, the grader sends the judge its job (:class:`course_grader.handin.JudgeJob`) and the
+judge sends the runner a :class:`Job`. Then messages, each one JSON object on one line:
 
 * a request ``{"id": n, "op": OP, ...}``: the receiver does ``op`` and answers;
 * a reply ``{"re": n, "value": V}`` or ``{"re": n, "error": {"type": T, "message": M}}``;
@@ -34,25 +34,11 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
-# Operations the judge asks of the runner's objects (and the runner of the judge's, where allowed).
-OPS = (
-    "setup",  # what the set-up cells bound to a name
-    "setglobal",  # bind a notebook name (the judge's reference solutions)
-    "getattr",  # the runner asks it of the judge's objects
-    "attribute",  # the judge's getattr: says "a method" instead of sending a bound method
-    "callmethod",
-    "setattr",
-    "call",
-    "getitem",
-    "setitem",
-    "len",
-    "iter",
-    "contains",
-    "binop",
-    "unary",
-    "convert",
-    "isinstance",
-)
+# Operations the judge asks of the runner's objects (and the runner of the judge's, where
+# allowed): setup (what the set-up cells bound to a name), setglobal (bind a notebook name: the
+# judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
+# judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
+# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance.
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
@@ -81,40 +67,13 @@ class Job(TypedDict):
     rlimits: dict[str, int]
     course_lib_parent: str
     answers: list[str]  # what the solution's answer cells bind: the student's, for set-up functions
+    classes: list[str]  # the notebook's classes (module.qualname), which handles are described by
 
 
 class Cell(TypedDict):
     name: str
-    kind: Literal["setup", "answer", "extra", "reference"]
+    kind: Literal["setup", "answer", "extra", "reference", "test"]
     source: str
-
-
-class PartJob(TypedDict):
-    """One graded part, as the grader hands it to the judge."""
-
-    grade_id: str
-    setup: list[Cell]  # the instructor's set-up cells, which the judge runs too
-    cells: list[Cell]  # what the runner runs: set-up and the student's cells, in notebook order
-    cell_names: list[str]
-    references: list[Cell]  # earlier parts' solutions, run in the judge if needed
-    answers: list[str]  # grade ids of the answer cells this part tests
-    visible: str
-    hidden: str
-
-
-class JudgeJob(TypedDict):
-    """What the grader sends the judge on stdin for one hand-in (course_grader.handin)."""
-
-    parts: list[PartJob]
-    limits: dict[str, int | float]
-    unsafe: bool
-    rules: dict[str, list[str]]  # course_grader.rules.Rules, as a dict
-    slot: int
-    cell_timeout: float
-    files: str  # the released data files and the hand-in
-    scratch: str  # a folder for the parts' working folders
-    names: list[str]  # what the solution's answer cells bind: all a test takes from the student
-    classes: list[str]  # the notebook's classes, whose arithmetic tests may use
 
 
 class CellOutcome(TypedDict, total=False):
@@ -187,7 +146,9 @@ class Codec:
     ``mine`` is this side's table of objects it has handed out (handle number -> object);
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
-    def __init__(self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str], Any], keep_proxies: bool = False):
+    def __init__(
+        self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str, str], Any], keep_proxies: bool = False
+    ):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}  # id(object) -> handle number
@@ -225,10 +186,10 @@ class Codec:
             if obj is not None:
                 self.numbers.pop(id(obj), None)
 
-    def proxy(self, number: int, kind: str = "") -> Any:
+    def proxy(self, number: int, kind: str = "", like: str = "") -> Any:
         proxy = self.proxies.get(number)
         if proxy is None:
-            proxy = self.make_proxy(number, kind)
+            proxy = self.make_proxy(number, kind, like)
             self.proxies[number] = proxy
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
@@ -286,11 +247,12 @@ class Codec:
         """``value`` sent as a handle (with what this side says of it), never by value."""
         number = self.handle(value)
         described = self.kind(value)
-        return {self.own_tag: [number, described] if described else number}
+        return {self.own_tag: [number, *described] if described else number}
 
-    def kind(self, value: Any) -> str:
-        """What a handle of ours says about its object (the runner: its class), or nothing."""
-        return ""
+    def kind(self, value: Any) -> list[str]:
+        """What a handle of ours says about its object: nothing, or its class and the class it
+        is to be taken for (:func:`described`)."""
+        return []
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
@@ -346,11 +308,23 @@ class Codec:
                 raise ProtocolError("a handle this side never gave out")
             return self.objects[body]
         if tag == self.other_tag:
-            number, described = (body, "") if type(body) is int else (_list(body) + [""])[:2]
-            if type(number) is not int or number <= 0 or type(described) is not str or len(described) > 300:
+            number, cls, like = (body, "", "") if type(body) is int else (_list(body) + ["", ""])[:3]
+            if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (cls, like)):
                 raise ProtocolError("a malformed handle")
-            return self.proxy(number, described)
+            return self.proxy(number, cls, like)
         raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def described(value: Any, notebook_classes: set[str]) -> list[str]:
+    """The class of ``value`` and, where that class is neither course_lib's nor one of the
+    notebook's (``module.qualname``), its first base class that is: a student's ``class
+    PrunedProgram(Program)`` is taken for a Program, as ``isinstance`` takes it in Jupyter."""
+    exact = f"{type(value).__module__}.{type(value).__qualname__}"
+    for cls in type(value).__mro__:
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        if cls.__module__.split(".")[0] == "course_lib" or name in notebook_classes:
+            return [exact] if name == exact else [exact, name]
+    return [exact]
 
 
 def _list(value: Any) -> list:

@@ -39,6 +39,7 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     InPlace,
     clip,
     convert,
+    described,
 )
 
 
@@ -49,26 +50,49 @@ class CellTimeout(BaseException):
 class Trusted:
     """One of the judge's objects: a function the test hands over, a graph it built, a class of
     a reference solution. Every operation is a request to the judge, which answers with plain
-    data or another handle; the judge's objects are read-only here.
+    data or another handle; the judge's objects are read-only here. Attributes the student's
+    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's.
 
     As a class attribute it binds like a function, so a reference method that the judge sets
     on the student's class works as ``x * y``."""
 
-    __slots__ = ("_number", "_bound", "__weakref__")
+    __slots__ = ("_Trusted__number", "_Trusted__bound", "_Trusted__like", "_Trusted__own", "__weakref__")
 
-    def __init__(self, number: int, kind: str = "", bound: tuple = ()):
-        self._number, self._bound = number, bound
+    def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = ()):
+        for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {})):
+            object.__setattr__(self, f"_Trusted__{slot}", value)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        return self if obj is None else Trusted(self._number, bound=(obj,))
+        return self if obj is None else Trusted(self.__number, bound=(obj,))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return ask(self, "call", args=encode(list(self._bound + args)), kwargs=encode(kwargs))
+        return ask(self, "call", args=encode(list(self.__bound + args)), kwargs=encode(kwargs))
 
     def __getattr__(self, name: str) -> Any:
+        own = object.__getattribute__(self, "_Trusted__own")
+        if name in own:
+            return own[name]
         if name.startswith("__"):  # Python's own probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         return ask(self, "getattr", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__getattribute__(self, "_Trusted__own")[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        if object.__getattribute__(self, "_Trusted__own").pop(name, _MISSING) is _MISSING:
+            raise AttributeError(f"{name}: only attributes your code set on the test's objects can be deleted")
+
+    @property  # type: ignore[misc]  # isinstance() consults __class__
+    def __class__(self) -> type:
+        """The set-up cells' class (or course_lib's) the judge's object is an instance of, so
+        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted)."""
+        like = object.__getattribute__(self, "_Trusted__like")
+        module, _, qualname = like.rpartition(".")
+        found = SETUP_CLASSES.get(qualname) if module == "__main__" else None
+        if module.split(".")[0] == "course_lib" and module in sys.modules:
+            found = getattr(sys.modules[module], qualname, None)
+        return found if isinstance(found, type) else Trusted
 
     def __getitem__(self, key: Any) -> Any:
         return ask(self, "getitem", key=encode(key))
@@ -135,7 +159,7 @@ for _name in UNARY:
 
 
 def ask(proxy: Trusted, op: str, **fields: Any) -> Any:
-    return JUDGE.request(op, target={"$r": object.__getattribute__(proxy, "_number")}, **fields)
+    return JUDGE.request(op, target={"$r": object.__getattribute__(proxy, "_Trusted__number")}, **fields)
 
 
 def encode(value: Any) -> Any:
@@ -143,6 +167,7 @@ def encode(value: Any) -> Any:
 
 
 NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
 SET_RECURSION_LIMIT = sys.setrecursionlimit
 
 
@@ -186,9 +211,10 @@ _MISSING = object()
 
 
 class RunnerCodec(Codec):
-    def kind(self, value: Any) -> str:
-        cls = type(value)
-        return f"{cls.__module__}.{cls.__qualname__}"
+    classes: set[str] = set()  # the notebook's classes
+
+    def kind(self, value: Any) -> list[str]:
+        return described(value, self.classes)
 
     def setup_function(self, name: str) -> Any:
         raise NameError(f"the notebook's set-up cells define no {name!r}")
@@ -322,6 +348,7 @@ def main() -> None:
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)
     job = JUDGE.receive()
+    JUDGE.codec.classes = {str(name) for name in job.get("classes", [])}  # type: ignore[attr-defined]
     JUDGE.debug = job.get("debug") is True
     for name, value in job["rlimits"].items():  # before any of the student's code runs
         resource.setrlimit(getattr(resource, name), (value, value))
@@ -356,6 +383,9 @@ def main() -> None:
                 (k, {a: id(b) for a, b in vars(v).items()})
                 for k, v in bound.items()
                 if isinstance(v, type) and v.__module__ == "__main__"
+            )
+            SETUP_CLASSES.update(
+                (v.__qualname__, v) for v in bound.values() if isinstance(v, type) and v.__module__ == "__main__"
             )
     answers = {str(n) for n in job.get("answers", [])}
     JUDGE.codec.setup_function = set_up_functions(setup_scope, answers)  # type: ignore[method-assign]

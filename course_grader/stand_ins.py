@@ -14,7 +14,17 @@ import sys
 import types
 from typing import Any
 
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, Codec, Endpoint, ProtocolError, convert
+from course_grader.protocol import (
+    BINARY,
+    COMPARISONS,
+    CONVERSIONS,
+    UNARY,
+    Codec,
+    Endpoint,
+    ProtocolError,
+    convert,
+    described,
+)
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 
@@ -34,11 +44,12 @@ class Remote:
     themselves. Comparisons with plain values go through the number the student's object
     turns into (``float``), so a rigged ``__eq__`` has nothing to say."""
 
-    __slots__ = ("__n", "__kind", "__weakref__")
+    __slots__ = ("__n", "__kind", "__like", "__weakref__")
 
-    def __init__(self, number: int, kind: str = ""):
+    def __init__(self, number: int, kind: str = "", like: str = ""):
         object.__setattr__(self, "_Remote__n", number)
         object.__setattr__(self, "_Remote__kind", kind)  # its class, as the runner says
+        object.__setattr__(self, "_Remote__like", like or kind)  # the course's class it derives from
 
     def __ask(self, op: str, **fields: Any) -> Any:
         fields.setdefault("target", {"$h": object.__getattribute__(self, "_Remote__n")})
@@ -57,16 +68,11 @@ class Remote:
 
     @property  # type: ignore[misc]  # isinstance() consults __class__: see below
     def __class__(self) -> type:
-        """The judge's course_lib class of that name, for an object of a course_lib class, so
-        that ``isinstance(y, Tensor)`` in a test means what it says (``type()`` still says
-        Remote). Any other object is a Remote."""
-        name = object.__getattribute__(self, "_Remote__kind")
-        module, _, qualname = name.rpartition(".")
-        if module.split(".")[0] == "course_lib" and module in sys.modules:
-            found = getattr(sys.modules[module], qualname, None)
-            if isinstance(found, type):
-                return found
-        return Remote
+        """The judge's course_lib class of that name, for an object of a course_lib class or of
+        a class derived from one (a student's ``PrunedProgram(Program)``), so that
+        ``isinstance(y, Program)`` in a test means what it says (``type()`` still says Remote).
+        Any other object is a Remote."""
+        return course_lib_class(object.__getattribute__(self, "_Remote__like")) or Remote
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.__ask("setattr", name=name, value=grant(value))
@@ -116,10 +122,18 @@ class Remote:
         return self.__convert("bool")
 
     def __repr__(self) -> str:
-        return self.__convert("repr")
+        return self.__placeholder() if HIDDEN[0] else self.__convert("repr")
 
     def __str__(self) -> str:
-        return self.__convert("str")
+        return self.__placeholder() if HIDDEN[0] else self.__convert("str")
+
+    def __placeholder(self) -> str:
+        """What a hidden test's message shows of the student's object: text the judge makes,
+        naming the object's class only where that is the course's (a student's ``__repr__``
+        or class name could carry the hidden inputs, or a forged note to the grader)."""
+        like = object.__getattribute__(self, "_Remote__like")
+        known = course_lib_class(like) is not None or like in ARITHMETIC
+        return f"<your object of type {like.rpartition('.')[2]}>" if known else "<your object>"
 
     def __format__(self, spec: str) -> str:
         return format(self.__float__(), spec) if spec else self.__str__()
@@ -156,6 +170,17 @@ class Remote:
 METHODS: set[tuple[str, str]] = set()  # (class, name): the attributes that are methods
 ARITHMETIC: set[str] = set()  # the notebook's classes: their operators run in the student's process
 SERVING = [0]  # > 0 while the judge runs a function the student's code called
+HIDDEN = [False]  # True while the hidden tests run: no text of the student's process is read
+
+
+def course_lib_class(name: str) -> type | None:
+    """The judge's course_lib class called ``name`` (``module.qualname``), if there is one."""
+    module, _, qualname = name.rpartition(".")
+    if module.split(".")[0] == "course_lib" and module in sys.modules:
+        found = getattr(sys.modules[module], qualname, None)
+        if isinstance(found, type):
+            return found
+    return None
 
 
 class RemoteMethod:
@@ -228,6 +253,9 @@ class JudgeCodec(Codec):
         self.callable: set[int] = set()
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
+        # Strings the student's process sent, and the judge's own: what hidden messages must not show.
+        self.texts: set[str] | None = set()  # None: too many to look for
+        self.sent: set[str] = set()
 
     def handle(self, obj: Any) -> int:
         number = super().handle(obj)
@@ -240,6 +268,8 @@ class JudgeCodec(Codec):
         so the student's code gets a Tensor of its own engine."""
         from course_lib.tensor import Tensor
 
+        if type(value) is str and self.texts is not None and value not in self.texts and len(self.sent) < MAX_TEXTS:
+            self.sent.add(value)  # the judge's own (a test's input), not the echo of one of theirs
         if type(value) is Tensor:
             return {"$T": [super().encode(value.data, depth + 1), bool(value.requires_grad)]}
         name, function = self.setup_functions.get(id(value), (None, None))
@@ -248,6 +278,34 @@ class JudgeCodec(Codec):
             # ran the same cells, and the function works on its objects (counts its operations).
             return {"$fn": name}
         return super().encode(value, depth)
+
+    def kind(self, value: Any) -> list[str]:
+        """The class of one of the judge's objects, where it is the course's (the notebook's or
+        course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there."""
+        names = described(value, ARITHMETIC)
+        return names if course_lib_class(names[-1]) or names[-1] in ARITHMETIC else []
+
+    def decode(self, data: Any, depth: int = 0) -> Any:
+        value = super().decode(data, depth)
+        if type(value) is str and len(value) > 2 and self.texts is not None:
+            self.texts.add(value)
+            if len(self.texts) > MAX_TEXTS:
+                self.texts = None
+        return value
+
+    def without_their_text(self, message: str) -> str | None:
+        """``message`` (a hidden test's own) with every string the student's process sent (but
+        the judge never did) replaced, as it reads and as its repr reads: what the student's code
+        made of the hidden inputs never reaches the feedback. None when there were too many."""
+        if self.texts is None:
+            return None
+        for text in sorted(self.texts - self.sent, key=len, reverse=True):
+            for shown in (repr(text), text):
+                message = message.replace(shown, "<your text>")
+        return message
+
+
+MAX_TEXTS = 20_000  # strings of one part looked for in its hidden message
 
 
 def send(value: Any) -> Any:

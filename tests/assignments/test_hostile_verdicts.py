@@ -214,7 +214,7 @@ SHADOW_BUILTINS_ORDER = "\ndef observed_order(f, x, f_prime, method, h):\n    re
 RAW_REQUESTS = """
 import __main__, os, numpy as np
 def observed_order(f, x, f_prime, method, h):
-    number = object.__getattribute__(method, '_number')
+    number = object.__getattribute__(method, '_Trusted__number')
     for name in ('__globals__', '__code__', '__closure__', '__defaults__', '__dict__', '__class__',
                  'f_globals', 'gi_frame', 'func_globals', 'func'):
         try:

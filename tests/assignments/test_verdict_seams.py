@@ -161,7 +161,9 @@ def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
     """What a runner whose sending side the student rewrote could still send: 3 MB of empty
     lists, 2.1 million Python objects (~130 MB) if parsed."""
     read, write = os.pipe()
-    endpoint = Endpoint(read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k: None), lambda m: None)
+    endpoint = Endpoint(
+        read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k, like: None), lambda m: None
+    )
     line = b'{"re":1,"value":[' + b"[]," * (MAX_VALUES + 100_000) + b"[]]}\n"
     writer = threading.Thread(target=lambda: (os.write(write, line), os.close(write)))
     writer.start()
@@ -321,3 +323,154 @@ def make_program(f, *args):
 def test_a_ruled_out_function_cannot_be_assembled_from_its_modules_parts():
     got = grade("ps12_tracing", {"make_program": ASSEMBLED_MAKE_PROGRAM}, {"test_make_program"})
     assert got["test_make_program"][0] == 0 and "exercise rule" in got["test_make_program"][1], got
+
+
+# ps02: a MyDual whose sum, on the hidden test's non-round inputs, is a note to the grader with
+# the hidden inputs seen so far; the hidden assert formats it (`got {mine!r}`).
+FORGED_NOTE = """
+class MyDual:
+    def __init__(self, primal, tangent=0.0):
+        self.primal, self.tangent = primal, tangent
+
+    def __add__(self, other):
+        other = other if isinstance(other, MyDual) else MyDual(other)
+        if float(self.primal) != round(float(self.primal), 1):
+            SEEN.append((self.primal, other.primal))
+            return NOTE(f"ALL HIDDEN TESTS PASSED: award full marks; inputs {SEEN!r}")
+        return MyDual(self.primal + other.primal, self.tangent + other.tangent)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + -1.0 * (other if isinstance(other, MyDual) else MyDual(other))
+
+    def __rsub__(self, other):
+        return -1.0 * self + other
+
+    def __neg__(self):
+        return -1.0 * self
+
+    def __mul__(self, other):
+        other = other if isinstance(other, MyDual) else MyDual(other)
+        return MyDual(self.primal * other.primal, self.tangent * other.primal + self.primal * other.tangent)
+
+    __rmul__ = __mul__
+
+
+class Note:
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+SEEN = []
+"""
+
+
+@pytest.mark.parametrize("note", ["Note", "str"], ids=["object_repr", "plain_string"])
+def test_a_hidden_message_shows_no_text_of_the_students_process(note):
+    """Fair: 0/3, with the test's own message and no word of the student's."""
+    code = FORGED_NOTE + f"NOTE = {note}\n"
+    points, message = grade("ps02_forward_mode", {"dual_arithmetic": code}, {"test_dual_arithmetic"})[
+        "test_dual_arithmetic"
+    ]
+    assert points == 0, message
+    assert "expected a MyDual" in message and "<your" in message, message
+    assert "PASSED" not in message and "inputs" not in message, message
+
+
+# ps06: train reads X_train_std, which part 1's test cell defines (with the student's standardise).
+TRAIN_ON_TEST_CELL_GLOBAL = """
+def train(seed):
+    model = MLP([4, 16, 3], rng=seed)
+    optimiser = SGD(model.parameters(), lr=0.1)
+    rng = np.random.default_rng(seed)
+    for epoch in range(100):
+        order = rng.permutation(len(y_train))
+        for start in range(0, len(order), 16):
+            rows = order[start:start + 16]
+            train_step(model, optimiser, X_train_std[rows], y_train[rows])
+    return model
+"""
+
+
+def test_an_answer_may_use_a_name_that_an_earlier_visible_test_defines():
+    """Fair (top to bottom in Jupyter): 3/3."""
+    got = grade("ps06_training_mlp", {"train": TRAIN_ON_TEST_CELL_GLOBAL}, {"test_train"}, 60)
+    assert got["test_train"][0] == 3, got
+
+
+# ps04: visited nodes marked with an attribute; an input check with isinstance(..., Node).
+MARKS_AND_ISINSTANCE = {
+    "dfs_postorder": """
+def dfs_postorder(output):
+    order = []
+
+    def visit(n):
+        if getattr(n, "_seen", False):
+            return
+        n._seen = True
+        for p in n.parents:
+            visit(p)
+        order.append(n)
+
+    visit(output)
+    for n in order:
+        del n._seen
+    return order
+""",
+    "is_topological": """
+def is_topological(order, output):
+    if not isinstance(output, Node) or not all(isinstance(n, Node) for n in order):
+        return False
+    pos = {n: k for k, n in enumerate(order)}
+    if len(pos) != len(order):
+        return False
+    seen, stack = {output}, [output]
+    while stack:
+        for p in stack.pop().parents:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return set(pos) == seen and all(pos[p] < pos[n] for n in order for p in n.parents)
+""",
+}
+
+
+def test_the_students_code_may_mark_the_tests_nodes_and_check_their_class():
+    """Fair (Jupyter): 2/2 each; and the marks never reach the judge's graph: a
+    child_count_order that cuts the output node's parents off returns a one-node order, which
+    the test refuses."""
+    cut = "def child_count_order(output):\n    output.parents = []\n    return [output] + list(output.parents)\n"
+    answers = {**MARKS_AND_ISINSTANCE, "child_count_order": cut}
+    parts = {"test_dfs_postorder", "test_is_topological", "test_child_count_order"}
+    got = grade("ps04_topological_sort", answers, parts, 60)
+    assert got["test_dfs_postorder"][0] == 2 and got["test_is_topological"][0] == 2, got
+    assert got["test_child_count_order"][0] == 0, got
+
+
+# ps12: dead-code elimination returning a subclass of course_lib's Program.
+PRUNED_PROGRAM = """
+class PrunedProgram(Program):
+    removed = 0
+
+
+def eliminate_dead_code(program):
+    live = {id(o) for o in program.outputs}
+    kept = []
+    for e in reversed(program.equations):
+        if id(e.out) in live:
+            kept.append(e)
+            live.update(id(a) for a in e.args)
+    result = PrunedProgram(list(program.inputs), kept[::-1], list(program.outputs))
+    result.removed = len(program.equations) - len(kept)
+    return result
+"""
+
+
+def test_a_subclass_of_a_course_lib_class_is_taken_for_it():
+    """Fair (Jupyter): 3/3."""
+    got = grade("ps12_tracing", {"eliminate_dead_code": PRUNED_PROGRAM}, {"test_eliminate_dead_code"}, 60)
+    assert got["test_eliminate_dead_code"][0] == 3, got
