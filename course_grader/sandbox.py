@@ -84,6 +84,15 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def package_folders() -> list[Path]:
+    """The grader's package folders (the venv's, and any another venv's a .pth file added):
+    the only ones whose packages the sandbox shows, less the hidden ones."""
+    return sorted({Path(p).resolve() for p in sys.path if Path(p).name in PACKAGE_FOLDERS and Path(p).is_dir()})
+
+
 def _python_roots() -> list[Path]:
     """Folders the interpreter, its standard library and the venv live in."""
     roots = {
@@ -93,10 +102,31 @@ def _python_roots() -> list[Path]:
     }
     # Package folders a .pth file added from elsewhere (a venv layered on another one's
     # packages, as a shared hub venv can be); never the course folder on sys.path itself.
-    roots |= {Path(p).resolve() for p in sys.path if Path(p).name in ("site-packages", "dist-packages")}
+    roots |= set(package_folders())
     outside_usr = [r for r in roots if not r.is_relative_to("/usr")]
     # Bind only the outermost folders: a nested bind would be redundant.
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
+
+
+def foreign_package_folders(roots: list[Path], shown: list[Path]) -> list[Path]:
+    """Package folders in what the sandbox binds that are not the grader's: the base
+    interpreter's own site-packages (a venv's ``sys.base_prefix`` is bound for its standard
+    library), the system Python's dist-packages under /usr, ... A student's code could put one
+    on ``sys.path`` and import what the rules hide, so the sandbox mounts an empty folder over
+    each."""
+    found: set[Path] = set()
+    for root in roots:  # small trees (an interpreter, a venv): every folder is looked at
+        for folder, subfolders, _ in os.walk(root):
+            for name in [s for s in subfolders if s in PACKAGE_FOLDERS]:
+                subfolders.remove(name)
+                found.add(Path(folder, name))
+    system = [Path("/usr"), Path("/usr/local")]
+    system += [Path("/", n) for n in ("lib", "lib64") if not Path("/", n).is_symlink()]
+    for base in system:  # too large to walk: where Pythons keep their packages there
+        for name in PACKAGE_FOLDERS:
+            found |= {p for p in base.glob(f"lib*/python*/{name}") if p.is_dir()}
+    found = {p.resolve() for p in found}
+    return sorted(p for p in found if not any(s.is_relative_to(p) for s in shown))
 
 
 class ControlGroups:
@@ -278,7 +308,10 @@ class Sandbox:
         self.rules = rules or Rules()
         changed = self.rules.changes_course_lib
         self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
-        self.hidden = hidden_packages(self.rules.packages) if self.isolated else []
+        self.roots = _python_roots()
+        shown = package_folders()
+        self.masked = foreign_package_folders(self.roots, shown) if self.isolated else []
+        self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -312,11 +345,12 @@ class Sandbox:
             (scratch / ".tmp").mkdir(exist_ok=True)
             os.chmod(scratch / ".tmp", 0o1777)
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
-        roots = _python_roots()
-        for root in roots:
+        for root in self.roots:
             cmd += ["--ro-bind", str(root), str(root)]
+        for folder in self.masked:  # other Pythons' packages: an empty, read-only folder
+            cmd += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
-            if any(package.is_relative_to(root) for root in roots):  # else the sandbox never sees it
+            if any(package.is_relative_to(root) for root in self.roots):  # else the sandbox never sees it
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
