@@ -42,7 +42,9 @@ import course_lib
 
 RULES_FILE = "rules.toml"
 # Packages that would do an exercise's work: differentiate (mpmath.diff: numerical derivatives)
-# or sort a graph (networkx.topological_sort). Absent unless an assignment allows them.
+# or sort a graph (networkx.topological_sort, the standard library's graphlib, the toposorts
+# of the mypy compiler). Absent unless an assignment allows them (tests/assignments/
+# test_rules.py looks through what the sandbox shows for such functions).
 OTHER_ENGINES = (
     "torch",
     "torchgen",
@@ -55,6 +57,9 @@ OTHER_ENGINES = (
     "scipy",
     "mpmath",
     "networkx",
+    "graphlib",
+    "mypy",
+    "mypyc",
 )
 
 

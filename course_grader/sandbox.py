@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -109,32 +110,39 @@ def _python_roots() -> list[Path]:
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
 
 
-def foreign_package_folders(roots: list[Path], shown: list[Path]) -> list[Path]:
-    """Package folders in what the sandbox binds that are not the grader's: the base
-    interpreter's own site-packages (a venv's ``sys.base_prefix`` is bound for its standard
-    library), the system Python's dist-packages and the Pythons other programs bundle under
-    /usr, ... A student's code could put one on ``sys.path`` and import what the rules hide, so
+def foreign_python_folders(roots: list[Path], shown: list[Path]) -> list[Path]:
+    """Folders of other Pythons in what the sandbox binds: package folders that are not the
+    grader's (the base interpreter's own site-packages, as a venv's ``sys.base_prefix`` is
+    bound for its standard library; the system Python's dist-packages; the Pythons other
+    programs bundle under /usr) and standard libraries that are not the grader's (graphlib sorts
+    a graph). A student's code could put one on ``sys.path`` and import what the rules hide, so
     the sandbox mounts an empty folder over each."""
-    found = set(_system_package_folders())
+    found = set(_system_python_folders())
     for root in roots:
-        found |= set(_package_folders_in(root))
-    return sorted(p for p in found if not any(s.is_relative_to(p) for s in shown))
+        found |= set(_python_folders_in(root))
+    mine = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib")}
+    foreign = {p for p in found if p not in mine and not any(s.is_relative_to(p) for s in shown)}
+    return sorted(p for p in foreign if not any(p != o and p.is_relative_to(o) for o in foreign))
 
 
 @functools.cache
-def _system_package_folders() -> list[Path]:
-    """The package folders under /usr (and /lib, where it is not a link to /usr/lib): looked
+def _system_python_folders() -> list[Path]:
+    """The Python folders under /usr (and /lib, where it is not a link to /usr/lib): looked
     for once per process (about 0.4 s for 15,000 folders)."""
     system = [Path("/usr")] + [Path("/", n) for n in ("lib", "lib32", "lib64") if not Path("/", n).is_symlink()]
-    return [folder for tree in system if tree.is_dir() for folder in _package_folders_in(tree)]
+    return [folder for tree in system if tree.is_dir() for folder in _python_folders_in(tree)]
 
 
-def _package_folders_in(tree: Path) -> list[Path]:
+def _python_folders_in(tree: Path) -> list[Path]:
+    """Package folders and standard libraries (``python3.11`` holding ``os.py``) in ``tree``."""
     found = []
     for folder, subfolders, _ in os.walk(tree):
-        for name in [s for s in subfolders if s in PACKAGE_FOLDERS]:
-            subfolders.remove(name)  # what a package folder holds is not looked through
-            found.append(Path(folder, name).resolve())
+        for name in subfolders[:]:
+            if name in PACKAGE_FOLDERS:
+                subfolders.remove(name)  # what a package folder holds is not looked through
+                found.append(Path(folder, name).resolve())
+            elif name.startswith("python") and os.path.isfile(os.path.join(folder, name, "os.py")):
+                found.append(Path(folder, name).resolve())
     return found
 
 
@@ -319,7 +327,7 @@ class Sandbox:
         self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
         self.roots = _python_roots()
         shown = package_folders()
-        self.masked = foreign_package_folders(self.roots, shown) if self.isolated else []
+        self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
         self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
@@ -356,7 +364,7 @@ class Sandbox:
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
         for root in self.roots:
             cmd += ["--ro-bind", str(root), str(root)]
-        for folder in self.masked:  # other Pythons' packages: an empty, read-only folder
+        for folder in self.masked:  # other Pythons: an empty, read-only folder
             cmd += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
             if any(package.is_relative_to(root) for root in self.roots):  # else the sandbox never sees it

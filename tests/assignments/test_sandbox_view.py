@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from course_grader.sandbox import (
     Sandbox,
     _python_roots,
     find_bwrap,
-    foreign_package_folders,
+    foreign_python_folders,
     package_folders,
 )
 
@@ -34,9 +35,12 @@ found = []
 for folder, subfolders, _ in os.walk("/"):
     if folder in ("/proc", "/sys", "/dev"):
         subfolders[:] = []
-    for name in [s for s in subfolders if s in ("site-packages", "dist-packages")]:
-        subfolders.remove(name)
-        found.append(os.path.join(folder, name))
+    for name in subfolders[:]:
+        if name in ("site-packages", "dist-packages"):
+            subfolders.remove(name)
+            found.append(os.path.join(folder, name))
+        elif name.startswith("python") and os.path.isfile(os.path.join(folder, name, "os.py")):
+            found.append(os.path.join(folder, name))
 imported = []
 for name in HIDDEN:
     sys.path[:0] = found
@@ -51,10 +55,10 @@ print(json.dumps({"found": {f: sorted(os.listdir(f))[:5] for f in found}, "impor
 
 
 def test_the_sandbox_shows_no_package_folder_but_the_graders():
-    """Every site-packages or dist-packages folder the sandbox's file system holds is the
-    grader's own or empty, and no hidden package imports from any of them."""
+    """Every package folder (site-packages, dist-packages) and standard library the sandbox's
+    file system holds is the grader's own or empty, and no hidden package imports from any."""
     sandbox = Sandbox(rules=read_rules(ROOT / "solutions" / PS01))
-    hidden = sorted({package.name for _, package in sandbox.hidden})
+    hidden = list(sandbox.rules.packages)
     with tempfile.TemporaryDirectory() as scratch:
         os.chmod(scratch, 0o755)
         cmd = sandbox.command(Path(scratch), 0, 1)
@@ -63,10 +67,10 @@ def test_the_sandbox_shows_no_package_folder_but_the_graders():
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
-    shown = {str(f) for f in package_folders()}
+    shown = {str(f) for f in package_folders()} | {sysconfig.get_paths()["stdlib"]}
     assert shown <= set(seen["found"]), seen["found"]
     assert {f: files for f, files in seen["found"].items() if files and f not in shown} == {}
-    assert seen["imported"] == [] and {"scipy", "sympy", "mpmath", "networkx"} <= set(hidden), seen
+    assert seen["imported"] == [] and {"scipy", "sympy", "mpmath", "networkx", "graphlib"} <= set(hidden), seen
 
 
 # ps01's gradient_fd from scipy, imported from any other Python's package folder on this machine
@@ -86,7 +90,7 @@ def gradient_fd(f, x, h=1e-6):
 
 
 def test_a_hidden_package_of_another_python_stays_hidden():
-    folders = [str(f) for f in foreign_package_folders(_python_roots(), package_folders())]
+    folders = [str(f) for f in foreign_python_folders(_python_roots(), package_folders())]
     assert folders, "no Python on this machine but the grader's: the attack needs another one"
     answer = SCIPY_FROM_ELSEWHERE.format(folders=folders)
     points, message = grade(PS01, {"gradient_fd": answer}, {"test_gradient_fd"})["test_gradient_fd"]
@@ -139,12 +143,13 @@ def test_a_course_lib_planted_by_another_user_is_ignored(tmp_path, monkeypatch):
         assert planted.parent.parent.stat().st_uid == 1234
         monkeypatch.setenv("TMPDIR", str(shared))  # for the judge's process too
         monkeypatch.setattr(tempfile, "tempdir", None)
-        used = Sandbox(rules=rules).lib_parent
-        assert not used.is_relative_to(planted.parent.parent) and used.stat().st_uid == os.geteuid()
         attacker = grade(PS01, {"gradient_fd": CALLS_THE_RULED_OUT_FUNCTION}, {"test_gradient_fd"})
         classmate = grade(PS01, {}, {"test_gradient_fd"})
+        used = Sandbox(rules=rules).lib_parent
+        used_owner = used.stat().st_uid
     finally:
         shutil.rmtree(shared)
     points, message = attacker["test_gradient_fd"]
     assert points == 0 and "course_lib.check.numerical_grad is not available" in message, message
     assert classmate["test_gradient_fd"][0] == 2, classmate
+    assert not used.is_relative_to(planted.parent.parent) and used_owner == os.geteuid()
