@@ -239,6 +239,7 @@ def hidden_packages(
         except (ImportError, ValueError):
             spec = None
         copies = [f for f in package_folders if (f / name).is_dir() or any(f.glob(f"{name}.*"))]
+        modules: list[Path] = []
         if (spec is None and not copies) or name in sys.builtin_module_names:
             continue
         stub = folder / name
@@ -253,11 +254,13 @@ def hidden_packages(
             for location in spec.submodule_search_locations:
                 mounts.append((stub, Path(location).resolve()))
         elif spec is not None and spec.origin:
-            mounts.append((stub / "__init__.py", Path(spec.origin).resolve()))
+            modules.append(Path(spec.origin).resolve())
         for copy in copies:
             if (copy / name).is_dir():
                 mounts.append((stub, (copy / name).resolve()))
-            for module in copy.glob(f"{name}.*"):  # name.py, name.cpython-311-....so
-                if module.is_file() and module.suffix in (".py", ".so", ".pyc"):
-                    mounts.append((stub / "__init__.py", module.resolve()))
+            modules += [m.resolve() for m in copy.glob(f"{name}.*") if m.is_file() and m.suffix in (".py", ".so")]
+        for module in modules:  # a module file and its compiled copies (a .pyc loads by itself)
+            cached = module.parent / "__pycache__"
+            for path in [module, *(cached.glob(f"{name}.*.pyc") if cached.is_dir() else [])]:
+                mounts.append((stub / "__init__.py", path))
     return sorted(set(mounts))

@@ -30,7 +30,7 @@ from course_grader.sandbox import (
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
 PROBE = """
-import importlib, json, os, sys
+import glob, importlib, importlib.machinery, json, os, sys
 found = []
 for folder, subfolders, _ in os.walk("/"):
     if folder in ("/proc", "/sys", "/dev"):
@@ -50,6 +50,15 @@ for name in HIDDEN:
     except ImportError:
         pass
     del sys.path[: len(found)]
+for folder in found:  # a top-level module's compiled copy loads without its source
+    for cached in glob.glob(os.path.join(folder, "__pycache__", "*.pyc")):
+        name = os.path.basename(cached).split(".")[0]
+        if name in HIDDEN:
+            try:
+                importlib.machinery.SourcelessFileLoader(name, cached).load_module()
+                imported.append(cached)
+            except Exception:
+                pass
 print(json.dumps({"found": {f: sorted(os.listdir(f))[:5] for f in found}, "imported": imported}))
 """
 
