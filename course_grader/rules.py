@@ -193,7 +193,8 @@ def _defined_at(rule: str) -> tuple[str, str]:
         function = getattr(obj, "__func__", obj)  # a class method's function
         if not inspect.isfunction(function):
             raise RuleError(f"{rule} is not a function of course_lib")
-        return function.__module__, function.__qualname__
+        # as written in the source (a method assigned to a class later may be renamed for its docs)
+        return function.__module__, function.__code__.co_qualname
     raise RuleError(f"{rule}: no such module in course_lib")
 
 
