@@ -19,9 +19,12 @@ student's process::
     without_packages = ["numba"]              # more third-party packages to leave out
 
 A ruled-out course_lib module is, in the copy, a module whose import fails naming the rule; a
-ruled-out package (every other autodiff engine, :data:`OTHER_ENGINES`, unless the assignment
-allows it) is hidden by the sandbox (:mod:`course_grader.sandbox`), which mounts such a module
-over the package's folder in its view of the virtual environment.
+ruled-out package (every other package that would do an exercise's work, :data:`OTHER_ENGINES`,
+unless the assignment allows it) is hidden by the sandbox (:mod:`course_grader.sandbox`), which
+mounts such a module over each copy of the package in its view of the Python environment.
+
+The copies live in the grader's :func:`private_folder`, never in a folder another user of the
+machine could have made or may write.
 """
 
 from __future__ import annotations

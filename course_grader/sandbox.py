@@ -18,8 +18,11 @@ alone. Per-process limits (CPU time, address space, file size, processes) apply 
 case, and the whole sandbox is killed at its wall-clock limit.
 
 Functions and modules an assignment asks students to write themselves (its ``rules``) are
-absent from the course_lib the sandbox sees, and so are other autodiff engines installed
-beside it (PyTorch, JAX, ...) unless the assignment allows them (:mod:`course_grader.rules`).
+absent from the course_lib the sandbox sees, and so are other packages that would do the work
+(PyTorch, JAX, SciPy, NetworkX, ...) unless the assignment allows them
+(:mod:`course_grader.rules`). The sandbox sees one Python, the grader's: every other package
+folder or standard library in what it binds (the base interpreter's own site-packages, the
+system's dist-packages) is an empty folder there.
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
 flag; then the same runner runs with the same limits and an empty environment, but with the
