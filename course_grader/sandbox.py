@@ -370,7 +370,8 @@ class Sandbox:
         for folder in self.masked:  # other Pythons: an empty, read-only folder
             cmd += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
-            if any(package.is_relative_to(root) for root in self.roots):  # else the sandbox never sees it
+            seen = any(package.is_relative_to(root) for root in self.roots)
+            if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
