@@ -19,9 +19,12 @@ student's process::
     without_packages = ["numba"]              # more third-party packages to leave out
 
 A ruled-out course_lib module is, in the copy, a module whose import fails naming the rule; a
-ruled-out package (every other autodiff engine, :data:`OTHER_ENGINES`, unless the assignment
-allows it) is hidden by the sandbox (:mod:`course_grader.sandbox`), which mounts such a module
-over the package's folder in its view of the virtual environment.
+ruled-out package (every other package that would do an exercise's work, :data:`OTHER_ENGINES`,
+unless the assignment allows it) is hidden by the sandbox (:mod:`course_grader.sandbox`), which
+mounts such a module over each copy of the package in its view of the Python environment.
+
+The copies live in the grader's :func:`private_folder`, never in a folder another user of the
+machine could have made or may write.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import tomllib
@@ -40,8 +44,26 @@ from pathlib import Path
 import course_lib
 
 RULES_FILE = "rules.toml"
-# Packages that differentiate (or would hand over a derivative): absent unless allowed.
-OTHER_ENGINES = ("torch", "torchgen", "functorch", "jax", "jaxlib", "autograd", "tensorflow", "sympy", "scipy")
+# Packages that would do an exercise's work: differentiate (mpmath.diff: numerical derivatives)
+# or sort a graph (networkx.topological_sort, the standard library's graphlib, the toposorts
+# of the mypy compiler). Absent unless an assignment allows them (tests/assignments/
+# test_rules.py looks through what the sandbox shows for such functions).
+OTHER_ENGINES = (
+    "torch",
+    "torchgen",
+    "functorch",
+    "jax",
+    "jaxlib",
+    "autograd",
+    "tensorflow",
+    "sympy",
+    "scipy",
+    "mpmath",
+    "networkx",
+    "graphlib",
+    "mypy",
+    "mypyc",
+)
 
 
 class RuleError(ValueError):
@@ -92,16 +114,14 @@ def course_lib_without(
     """A folder holding a ``course_lib`` package whose ruled-out functions only raise and whose
     ruled-out modules fail to import.
 
-    Made once per set of rules and course_lib source (cached under the temporary folder)."""
+    Made once per set of rules and course_lib source, in this user's :func:`private_folder`."""
     source = course_lib_root() / "course_lib"
     files = sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     digest = hashlib.sha256("\n".join([*rules, "modules:", *modules]).encode())
     for path in files:
         digest.update(str(path.relative_to(source)).encode() + path.read_bytes())
-    # One copy per user (a folder another user made may not be theirs to trust or read).
-    folder = f"course-lib-rules-{os.geteuid()}-{digest.hexdigest()[:16]}"
-    target = (cache or Path(tempfile.gettempdir())) / folder
-    if (target / "course_lib").is_dir() and target.stat().st_uid == os.geteuid():
+    target = (cache or private_folder()) / f"course-lib-{digest.hexdigest()[:16]}"
+    if (target / "course_lib").is_dir() and _writable_only_by_me(target):
         return target
     building = Path(tempfile.mkdtemp(prefix="course-lib-rules-", dir=target.parent))
     building.chmod(0o755)  # readable by the sandbox's user
@@ -127,10 +147,33 @@ def course_lib_without(
             raise RuleError(f"{module}: course_lib has no such module")
         path.with_suffix(".py").write_text(missing_module(module, "its work is the exercise"))
     try:
-        building.rename(target)
-    except OSError:  # made meanwhile by another grader
+        building.rename(target)  # atomic: the copy is whole or absent
+    except OSError:  # made meanwhile by another grader of this user, in this user's folder
         shutil.rmtree(building, ignore_errors=True)
     return target
+
+
+def private_folder() -> Path:
+    """This user's folder for the grader's copies (course_lib under rules, the stand-ins of
+    hidden packages), in the temporary folder: made by this user, writable by no one else, so
+    that nothing in it was planted by another user of the machine. A folder of that name that
+    another user made (or may write) is never used: a new one is made instead."""
+    base = Path(tempfile.gettempdir())
+    folder = base / f"course-grader-{os.geteuid()}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    if not _writable_only_by_me(folder):
+        folder = Path(tempfile.mkdtemp(prefix=f"course-grader-{os.geteuid()}-", dir=base))
+    folder.chmod(0o711)  # the sandbox's user may pass through to the copies, not list or write
+    return folder
+
+
+def _writable_only_by_me(path: Path) -> bool:
+    """``path`` is a folder (not a link) of this user that no group or other user may write."""
+    info = os.lstat(path)
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 def _defined_at(rule: str) -> tuple[str, str]:
@@ -153,7 +196,8 @@ def _defined_at(rule: str) -> tuple[str, str]:
         function = getattr(obj, "__func__", obj)  # a class method's function
         if not inspect.isfunction(function):
             raise RuleError(f"{rule} is not a function of course_lib")
-        return function.__module__, function.__qualname__
+        # as written in the source (a method assigned to a class later may be renamed for its docs)
+        return function.__module__, function.__code__.co_qualname
     raise RuleError(f"{rule}: no such module in course_lib")
 
 
@@ -185,31 +229,42 @@ def missing_module(name: str, why: str) -> str:
     return f"raise ModuleNotFoundError({message!r}, name={name!r})\n"
 
 
-def hidden_packages(packages: tuple[str, ...], cache: Path | None = None) -> list[tuple[Path, Path]]:
+def hidden_packages(
+    packages: tuple[str, ...], package_folders: list[Path] | tuple[Path, ...] = (), cache: Path | None = None
+) -> list[tuple[Path, Path]]:
     """(what to mount, where) for each of ``packages`` this Python has: a folder whose
-    ``__init__`` fails to import, over the package's folder (or that file over a module file)."""
-    folder = (cache or Path(tempfile.gettempdir())) / f"course-grader-hidden-{os.geteuid()}"
-    if folder.exists() and folder.stat().st_uid != os.geteuid():  # not ours to trust
-        folder = Path(tempfile.mkdtemp(prefix="course-grader-hidden-"))
+    ``__init__`` fails to import, over the package's folder (or that file over a module file),
+    wherever import finds it and in each of ``package_folders`` (a package installed twice)."""
+    folder = (cache or private_folder()) / "hidden"
     mounts = []
     for name in packages:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
-        if spec is None or name in sys.builtin_module_names:
+        copies = [f for f in package_folders if (f / name).is_dir() or any(f.glob(f"{name}.*"))]
+        modules: list[Path] = []
+        if (spec is None and not copies) or name in sys.builtin_module_names:
             continue
         stub = folder / name
         if not (stub / "__init__.py").is_file():
             stub.mkdir(parents=True, exist_ok=True)
             folder.chmod(0o755)
             stub.chmod(0o755)
-            text = missing_module(name, "it would compute the derivatives the exercise asks you to compute")
+            text = missing_module(name, "it would do work the exercises ask you to do yourself")
             (stub / "__init__.py").write_text(text)
             (stub / "__init__.py").chmod(0o644)
-        if spec.submodule_search_locations:
+        if spec is not None and spec.submodule_search_locations:
             for location in spec.submodule_search_locations:
                 mounts.append((stub, Path(location).resolve()))
-        elif spec.origin:
-            mounts.append((stub / "__init__.py", Path(spec.origin).resolve()))
-    return mounts
+        elif spec is not None and spec.origin:
+            modules.append(Path(spec.origin).resolve())
+        for copy in copies:
+            if (copy / name).is_dir():
+                mounts.append((stub, (copy / name).resolve()))
+            modules += [m.resolve() for m in copy.glob(f"{name}.*") if m.is_file() and m.suffix in (".py", ".so")]
+        for module in modules:  # a module file and its compiled copies (a .pyc loads by itself)
+            cached = module.parent / "__pycache__"
+            for path in [module, *(cached.glob(f"{name}.*.pyc") if cached.is_dir() else [])]:
+                mounts.append((stub / "__init__.py", path))
+    return sorted(set(mounts))

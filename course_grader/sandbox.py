@@ -18,8 +18,11 @@ alone. Per-process limits (CPU time, address space, file size, processes) apply 
 case, and the whole sandbox is killed at its wall-clock limit.
 
 Functions and modules an assignment asks students to write themselves (its ``rules``) are
-absent from the course_lib the sandbox sees, and so are other autodiff engines installed
-beside it (PyTorch, JAX, ...) unless the assignment allows them (:mod:`course_grader.rules`).
+absent from the course_lib the sandbox sees, and so are other packages that would do the work
+(PyTorch, JAX, SciPy, NetworkX, ...) unless the assignment allows them
+(:mod:`course_grader.rules`). The sandbox sees one Python, the grader's: every other package
+folder or standard library in what it binds (the base interpreter's own site-packages, the
+system's dist-packages) is an empty folder there.
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
 flag; then the same runner runs with the same limits and an empty environment, but with the
@@ -28,11 +31,13 @@ grader's own user, files and network.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -84,6 +89,15 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def package_folders() -> list[Path]:
+    """The grader's package folders (the venv's, and any another venv's a .pth file added):
+    the only ones whose packages the sandbox shows, less the hidden ones."""
+    return sorted({Path(p).resolve() for p in sys.path if Path(p).name in PACKAGE_FOLDERS and Path(p).is_dir()})
+
+
 def _python_roots() -> list[Path]:
     """Folders the interpreter, its standard library and the venv live in."""
     roots = {
@@ -93,10 +107,46 @@ def _python_roots() -> list[Path]:
     }
     # Package folders a .pth file added from elsewhere (a venv layered on another one's
     # packages, as a shared hub venv can be); never the course folder on sys.path itself.
-    roots |= {Path(p).resolve() for p in sys.path if Path(p).name in ("site-packages", "dist-packages")}
+    roots |= set(package_folders())
     outside_usr = [r for r in roots if not r.is_relative_to("/usr")]
     # Bind only the outermost folders: a nested bind would be redundant.
     return sorted(r for r in outside_usr if not any(r != o and r.is_relative_to(o) for o in outside_usr))
+
+
+def foreign_python_folders(roots: list[Path], shown: list[Path]) -> list[Path]:
+    """Folders of other Pythons in what the sandbox binds: package folders that are not the
+    grader's (the base interpreter's own site-packages, as a venv's ``sys.base_prefix`` is
+    bound for its standard library; the system Python's dist-packages; the Pythons other
+    programs bundle under /usr) and standard libraries that are not the grader's (graphlib sorts
+    a graph). A student's code could put one on ``sys.path`` and import what the rules hide, so
+    the sandbox mounts an empty folder over each."""
+    found = set(_system_python_folders())
+    for root in roots:
+        found |= set(_python_folders_in(root))
+    mine = {Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib")}
+    foreign = {p for p in found if p not in mine and not any(s.is_relative_to(p) for s in shown)}
+    return sorted(p for p in foreign if not any(p != o and p.is_relative_to(o) for o in foreign))
+
+
+@functools.cache
+def _system_python_folders() -> list[Path]:
+    """The Python folders under /usr (and /lib, where it is not a link to /usr/lib): looked
+    for once per process (about 0.4 s for 15,000 folders)."""
+    system = [Path("/usr")] + [Path("/", n) for n in ("lib", "lib32", "lib64") if not Path("/", n).is_symlink()]
+    return [folder for tree in system if tree.is_dir() for folder in _python_folders_in(tree)]
+
+
+def _python_folders_in(tree: Path) -> list[Path]:
+    """Package folders and standard libraries (``python3.11`` holding ``os.py``) in ``tree``."""
+    found = []
+    for folder, subfolders, _ in os.walk(tree):
+        for name in subfolders[:]:
+            if name in PACKAGE_FOLDERS:
+                subfolders.remove(name)  # what a package folder holds is not looked through
+                found.append(Path(folder, name).resolve())
+            elif name.startswith("python") and os.path.isfile(os.path.join(folder, name, "os.py")):
+                found.append(Path(folder, name).resolve())
+    return found
 
 
 class ControlGroups:
@@ -278,7 +328,10 @@ class Sandbox:
         self.rules = rules or Rules()
         changed = self.rules.changes_course_lib
         self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
-        self.hidden = hidden_packages(self.rules.packages) if self.isolated else []
+        self.roots = _python_roots()
+        shown = package_folders()
+        self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
+        self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -312,11 +365,13 @@ class Sandbox:
             (scratch / ".tmp").mkdir(exist_ok=True)
             os.chmod(scratch / ".tmp", 0o1777)
             cmd += ["--bind", str(scratch / ".tmp"), "/tmp"]
-        roots = _python_roots()
-        for root in roots:
+        for root in self.roots:
             cmd += ["--ro-bind", str(root), str(root)]
+        for folder in self.masked:  # other Pythons: an empty, read-only folder
+            cmd += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
-            if any(package.is_relative_to(root) for root in roots):  # else the sandbox never sees it
+            seen = any(package.is_relative_to(root) for root in self.roots)
+            if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]

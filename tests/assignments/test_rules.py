@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
 from paths import ROOT
 
-from course_grader.rules import RuleError, course_lib_without, read_rules
+from course_grader.rules import OTHER_ENGINES, RuleError, course_lib_without, read_rules
+from course_grader.sandbox import package_folders
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 
@@ -30,7 +32,8 @@ def test_every_assignment_lists_its_rules_and_each_one_holds(assignment):
     rules = read.functions
     assert (ROOT / "solutions" / assignment / "rules.toml").exists(), f"{assignment} has no rules.toml"
     assert ("torch" in read.packages) is (assignment != "ps10_pytorch_comparison"), read.packages
-    assert {"jax", "autograd", "sympy", "scipy", "tensorflow", "functorch"} <= set(read.packages), read.packages
+    others = {"jax", "autograd", "sympy", "scipy", "tensorflow", "functorch", "mpmath", "networkx", "graphlib"}
+    assert others <= set(read.packages), read.packages
     if not rules and not read.modules:
         text = (ROOT / "solutions" / assignment / "rules.toml").read_text()
         assert "nothing is ruled out" in text, f"{assignment}: an empty rule list must say why"
@@ -120,3 +123,54 @@ def test_a_rule_naming_nothing_is_refused():
         course_lib_without(["course_lib.check.no_such_function"])
     with pytest.raises(RuleError, match="not a function"):
         course_lib_without(["course_lib.__version__"])
+
+
+# Functions and classes that, by their name, would do an exercise's work: differentiate or sort
+# a graph. A package the sandbox shows that defines one is either hidden (OTHER_ENGINES in
+# course_grader/rules.py, or an assignment's without_packages) or reviewed here, with the reason
+# it does not do a student's exercise; an assignment's allow_packages are its own review.
+WORK = (
+    "topological_sort|toposort|topsort|topological_order|TopologicalSorter|static_order|jacobian|hessian|grad"
+    "|value_and_grad|vjp|jvp|approx_fprime|check_grad|approx_derivative|derivative|deriv|diff|gradient"
+    "|polynomial_derivative"
+)
+REVIEWED = {
+    ("numpy", "gradient"): "differences of samples on a grid the caller made, not a function's derivative",
+    ("numpy", "diff"): "differences of neighbouring entries of an array",
+    ("numpy", "deriv"): "the derivative of a polynomial's coefficients",
+    ("matplotlib", "gradient"): "the gradient of a triangulation's interpolant",
+    ("piptools", "diff"): "the difference of two sets of requirements",
+    ("setuptools", "polynomial_derivative"): "the derivative of a polynomial's coefficients",
+    ("lib2to3", "diff"): "a text diff in lib2to3's own tests",
+}
+
+
+def definitions_the_sandbox_shows() -> dict[tuple[str, str], str]:
+    """{(top-level package, function): a file defining it} in the grader's package folders and
+    standard library, the only ones the sandbox shows (less what it never shows, OTHER_ENGINES:
+    an assignment that allows one says why in its rules.toml)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    skip = [f"--exclude-dir={name}" for name in ("site-packages", "dist-packages", *OTHER_ENGINES)]
+    pattern = rf"^[[:space:]]*(def|class) ({WORK})\b"
+    found = {}
+    for folder in [stdlib, *package_folders()]:
+        grep = subprocess.run(
+            ["grep", "-rHoE", "--include=*.py", *skip, pattern, "."], cwd=folder, capture_output=True, text=True
+        )
+        assert grep.returncode in (0, 1), grep.stderr
+        for line in grep.stdout.splitlines():
+            path, definition = line.rsplit(":", 1)
+            top = Path(path).parts[0].removesuffix(".py")  # grep prints ./numpy/..., Path drops the "./"
+            found.setdefault((top, definition.split()[-1]), str(folder / path))
+    return found
+
+
+def test_every_package_the_sandbox_shows_is_reviewed_for_each_assignment():
+    found = definitions_the_sandbox_shows()
+    unreviewed = {}
+    for assignment in ASSIGNMENTS:
+        hidden = read_rules(ROOT / "solutions" / assignment).packages
+        for (top, name), path in found.items():
+            if top not in hidden and (top, name) not in REVIEWED:
+                unreviewed.setdefault(f"{top}.{name} in {path}", []).append(assignment[:4])
+    assert not unreviewed, f"hide these packages (OTHER_ENGINES, without_packages) or review them here: {unreviewed}"

@@ -1,0 +1,164 @@
+"""What of the grader's machine the sandbox shows: only the grader's own package folders (no
+other Python's packages to put on ``sys.path``), and a course_lib under rules that no other user
+of the machine can have planted."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+from paths import ROOT
+from test_verdict_seams import PS01, grade
+
+from course_grader.rules import course_lib_without, private_folder, read_rules
+from course_grader.sandbox import (
+    INSIDE_GRADER,
+    Sandbox,
+    _python_roots,
+    find_bwrap,
+    foreign_python_folders,
+    package_folders,
+)
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
+
+PROBE = """
+import glob, importlib, importlib.machinery, json, os, sys
+found = []
+for folder, subfolders, _ in os.walk("/"):
+    if folder in ("/proc", "/sys", "/dev"):
+        subfolders[:] = []
+    for name in subfolders[:]:
+        if name in ("site-packages", "dist-packages"):
+            subfolders.remove(name)
+            found.append(os.path.join(folder, name))
+        elif name.startswith("python") and os.path.isfile(os.path.join(folder, name, "os.py")):
+            found.append(os.path.join(folder, name))
+imported = []
+for name in HIDDEN:
+    sys.path[:0] = found
+    try:
+        importlib.import_module(name)
+        imported.append(name)
+    except ImportError:
+        pass
+    del sys.path[: len(found)]
+for folder in found:  # a top-level module's compiled copy loads without its source
+    for cached in glob.glob(os.path.join(folder, "__pycache__", "*.pyc")):
+        name = os.path.basename(cached).split(".")[0]
+        if name in HIDDEN:
+            try:
+                importlib.machinery.SourcelessFileLoader(name, cached).load_module()
+                imported.append(cached)
+            except Exception:
+                pass
+print(json.dumps({"found": {f: sorted(os.listdir(f))[:5] for f in found}, "imported": imported}))
+"""
+
+
+def test_the_sandbox_shows_no_package_folder_but_the_graders():
+    """Every package folder (site-packages, dist-packages) and standard library the sandbox's
+    file system holds is the grader's own or empty, and no hidden package imports from any."""
+    sandbox = Sandbox(rules=read_rules(ROOT / "solutions" / PS01))
+    hidden = list(sandbox.rules.packages)
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chmod(scratch, 0o755)
+        cmd = sandbox.command(Path(scratch), 0, 1)
+        assert cmd[-4:-2] == ["-I", f"{INSIDE_GRADER}/runner.py"], cmd[-5:]
+        cmd[-4:] = ["-I", "-c", f"HIDDEN = {hidden!r}\n{PROBE}"]  # the probe instead of the runner
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    shown = {str(f) for f in package_folders()} | {sysconfig.get_paths()["stdlib"]}
+    assert shown <= set(seen["found"]), seen["found"]
+    assert {f: files for f, files in seen["found"].items() if files and f not in shown} == {}
+    assert seen["imported"] == [] and {"scipy", "sympy", "mpmath", "networkx", "graphlib"} <= set(hidden), seen
+
+
+# ps01's gradient_fd from scipy, imported from any other Python's package folder on this machine
+# (the base interpreter of a venv, the system's dist-packages): the attack of a hand-in that
+# scored 10/10 where 7/10 is fair.
+SCIPY_FROM_ELSEWHERE = """
+import sys as _s
+_s.path[:0] = {folders!r}
+from scipy.optimize._numdiff import approx_derivative as _ad
+
+
+def gradient_fd(f, x, h=1e-6):
+    x = np.array(x, dtype=float)
+    g = _ad(lambda v: float(f(v.reshape(x.shape))), x.ravel(), method="3-point", abs_step=h)
+    return np.asarray(g, dtype=float).reshape(x.shape)
+"""
+
+
+def test_a_hidden_package_of_another_python_stays_hidden():
+    folders = [str(f) for f in foreign_python_folders(_python_roots(), package_folders())]
+    assert folders, "no Python on this machine but the grader's: the attack needs another one"
+    answer = SCIPY_FROM_ELSEWHERE.format(folders=folders)
+    points, message = grade(PS01, {"gradient_fd": answer}, {"test_gradient_fd"})["test_gradient_fd"]
+    assert points == 0 and "gradient_fd" in message, message
+
+
+def test_the_private_folder_is_never_one_another_user_could_write(tmp_path, monkeypatch):
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    mine = private_folder()
+    assert mine == shared / f"course-grader-{os.geteuid()}" and stat.S_IMODE(mine.stat().st_mode) == 0o711
+    mine.chmod(0o777)  # made writable by everyone (or another user's folder of that name)
+    elsewhere = private_folder()
+    assert elsewhere != mine and elsewhere.parent == shared and stat.S_IMODE(elsewhere.stat().st_mode) == 0o711
+
+
+# A classmate with a login on the grading machine plants, before the grader's first run, the
+# folder where the grader caches ps01's course_lib under rules: a course_lib with no rules whose
+# import ends every other hand-in's runner.
+PLANTED_INIT = """
+def _planted():
+    import glob, os
+    if not any("PLANTED-BY-1234" in open(p, errors="ignore").read() for p in glob.glob("*.ipynb")):
+        os._exit(0)
+_planted()
+"""
+CALLS_THE_RULED_OUT_FUNCTION = """# PLANTED-BY-1234
+def gradient_fd(f, x, h=1e-6):
+    return numerical_grad(f, np.array(x, dtype=float), eps=h)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="plants as another user: needs root")
+def test_a_course_lib_planted_by_another_user_is_ignored(tmp_path, monkeypatch):
+    rules = read_rules(ROOT / "solutions" / PS01)
+    name = course_lib_without(rules.functions, rules.modules, cache=tmp_path).name
+    shared = Path(tempfile.mkdtemp(prefix="shared-tmp-"))  # a fresh /tmp of the machine
+    try:
+        shared.chmod(0o1777)
+        planted = shared / f"course-grader-{os.geteuid()}" / name / "course_lib"
+        as_classmate = ["setpriv", "--reuid=1234", "--regid=1234", "--clear-groups", "sh", "-c"]
+        subprocess.run(
+            [*as_classmate, f'mkdir -p -m 777 "{planted.parent}" && cp -r "{ROOT}/course_lib" "{planted}"'],
+            check=True,
+            cwd="/",
+        )
+        planted_init = planted / "__init__.py"
+        subprocess.run([*as_classmate, f'cat >> "{planted_init}"'], input=PLANTED_INIT.encode(), check=True, cwd="/")
+        assert planted.parent.parent.stat().st_uid == 1234
+        monkeypatch.setenv("TMPDIR", str(shared))  # for the judge's process too
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        attacker = grade(PS01, {"gradient_fd": CALLS_THE_RULED_OUT_FUNCTION}, {"test_gradient_fd"})
+        classmate = grade(PS01, {}, {"test_gradient_fd"})
+        used = Sandbox(rules=rules).lib_parent
+        used_owner = used.stat().st_uid
+    finally:
+        shutil.rmtree(shared)
+    points, message = attacker["test_gradient_fd"]
+    assert points == 0 and "course_lib.check.numerical_grad is not available" in message, message
+    assert classmate["test_gradient_fd"][0] == 2, classmate
+    assert not used.is_relative_to(planted.parent.parent) and used_owner == os.geteuid()
