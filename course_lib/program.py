@@ -134,7 +134,9 @@ def show(program: Program) -> str:
     lines = []
     for e in program.equations:
         params = f"[{'; '.join(_param(p) for p in e.params)}]" if e.params else ""
-        lines.append(f"    {e.out.name}:{_type(e.out.shape, e.out.dtype)} = {e.op}{params} " + " ".join(atom(a) for a in e.args))
+        lines.append(
+            f"    {e.out.name}:{_type(e.out.shape, e.out.dtype)} = {e.op}{params} " + " ".join(atom(a) for a in e.args)
+        )
     outs = ", ".join(atom(o) for o in program.outputs)
     shown = {i: a for e in program.equations for a in e.args if not isinstance(a, Var) for i in [id(a)]}
     shown.update((id(o), o) for o in program.outputs if not isinstance(o, Var))

@@ -114,7 +114,7 @@ def _gathered(args: list[Tensor], batched: list[bool], e: Equation, size: int) -
     if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
         raise NotImplementedError("vmap: indexing with a boolean mask beside traced integer arrays is not supported")
     rank = len(np.broadcast_shapes(*shapes))
-    for p, b, x in zip(parts, part_flags, part_atoms):
+    for b, x in zip(part_flags, part_atoms):
         if b and len(x.shape) < rank:
             raise NotImplementedError(
                 "vmap: a batched integer index with fewer axes than the other arrays of its index: give it "
@@ -282,8 +282,10 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
                             f"(valid: {-x.ndim} to {x.ndim - 1})"
                         )
                     if axis % x.ndim:
-                        x = _moved(x, axis, 0) if type(x) is Tracer or x._data.dtype.kind == "f" else (
-                            integer_tensor(np.moveaxis(x._data, axis, 0))
+                        x = (
+                            _moved(x, axis, 0)
+                            if type(x) is Tracer or x._data.dtype.kind == "f"
+                            else (integer_tensor(np.moveaxis(x._data, axis, 0)))
                         )
                     if x.shape[0] == 0:
                         raise ValueError("vmap: the batch is empty (size 0): there is no example to trace f on")

@@ -36,8 +36,11 @@ INTERNAL = {"first_order"}  # wraps the results of first-order rules; it has no 
 STOP_GRADIENT = {"detach"}  # its derivative is zero by definition, not that of its values: tests of its own
 
 
+INTEGER_INDEX = {"take", "put"}  # an integer array among the arguments: tests of their own (test_take.py)
+
+
 def ops_under_test() -> list[str]:
-    return sorted(name for name in OPS if name not in INTERNAL | STOP_GRADIENT)
+    return sorted(name for name in OPS if name not in INTERNAL | STOP_GRADIENT | INTEGER_INDEX)
 
 
 def apply(op: Op, params: dict, *xs: Tensor) -> Tensor:
