@@ -232,10 +232,10 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
     ``in_axes``: for every argument, the axis of its batch (an int) or ``None`` (shared by
     every example); one int or None applies to all. ``out_axes``: where the batch axis goes
     in each result (an int for all, or None for results shared by every example).
-    Arguments may be containers of Tensors and float arrays. Integer and boolean arrays (class
-    labels) are static to tracing: a batch of them is split into groups of equal values, each
-    with a program of its own, and the results are put back in order. Tensors ``f`` closes over are shared by every
-    example and stay in the graph: gradients reach them.
+    Arguments may be containers of Tensors, float arrays and integer arrays (class labels:
+    traced, they index Tensors with the op ``take``, whose batching rule picks every example's
+    own row). Boolean arrays are static and cannot carry a batch. Tensors ``f`` closes over are
+    shared by every example and stay in the graph: gradients reach them.
     """
 
     if not (out_axes is None or isinstance(out_axes, int)):
