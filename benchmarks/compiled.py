@@ -179,6 +179,7 @@ def time_per_example(rounds: int) -> dict[str, float]:
     ours = compiled(*params, x, onehot)
     for a, b in zip(ours, numpy_per_example(params, x, onehot)):
         assert np.allclose(a.data, b, rtol=1e-12, atol=1e-14), "per-example gradients differ from NumPy's"
+
     def label_loss(w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, x: Tensor, label: np.ndarray) -> Tensor:
         return -affine(affine(x, w1, b1).relu(), w2, b2).log_softmax()[label]
 
