@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,9 @@ def _put(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list
     template, shape = e.params
     index = _index(template, a[1:], lit)
     if _distinct(template, e):  # an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
-        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{index}] = {a[0]} + 0.0"]
+        value = e.args[0]
+        exact = isinstance(value, np.ndarray) and not np.any(np.signbit(value) & (value == 0.0))
+        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{index}] = {a[0]}" + ("" if exact else " + 0.0")]
     return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, ({index}), {a[0]})"]
 
 
@@ -228,6 +231,43 @@ def _reusable(program: Program) -> dict[int, str]:
     return reusable
 
 
+def _one_per_row(e: Equation) -> bool:
+    """Whether ``put`` writes one value into each row of a matrix, whatever the labels: its index
+    is (a permutation of the rows, the labels), as cross_entropy's gradient has."""
+    template, shape = e.params
+    rows = template[0] if len(template) == 2 and type(template[1]) is Slot else None
+    return (
+        isinstance(rows, np.ndarray)
+        and len(shape) == 2
+        and rows.shape == (shape[0],) == e.args[1].shape
+        and np.array_equal(np.sort(rows), np.arange(shape[0]))
+    )
+
+
+def fold_row_sums(program: Program) -> Program:
+    """Replace ``put(g; rows, labels).sum(axis=1)`` by its value when ``g`` is a constant: with
+    one value in each row the sum of the row is that value (+ 0.0, the zeros added), whatever
+    the labels. (With static labels the whole gradient of cross_entropy was a constant; with
+    traced ones this part still is.)"""
+    puts = {id(e.out): e for e in program.equations if e.op == "put" and isinstance(e.args[0], np.ndarray)}
+    kept, same_as = [], {}
+    for e in program.equations:
+        put = puts.get(id(e.args[0])) if e.op == "sum" and e.params[0] in (1, -1, (1,), (-1,)) else None
+        if put is not None and _one_per_row(put):
+            value = np.zeros(put.params[1][0])
+            value[put.params[0][0]] = put.args[0] + 0.0
+            same_as[id(e.out)] = value.reshape(e.out.shape)
+        else:
+            kept.append(e)
+    if not same_as:
+        return program
+    return replace(
+        program,
+        equations=[Equation(e.op, [same_as.get(id(a), a) for a in e.args], e.params, e.out) for e in kept],
+        outputs=[same_as.get(id(o), o) for o in program.outputs],
+    )
+
+
 class _Compiled:
     """One entry of the cache: the compiled function, its source, how to rebuild the result,
     and ``fast``: the whole call for arguments of this signature (see :func:`_guarded`)."""
@@ -236,7 +276,7 @@ class _Compiled:
 
     def __init__(self, traced: Program, structure: Any, name: str) -> None:
         self.traced, self.structure = traced, structure
-        self.program = simplify(traced)
+        self.program = fold_row_sums(simplify(traced))
         self.function, self.source = compile_program(self.program, name)
         self.fast: Callable[..., Any] | None = None
         result, statics = _result_expression(structure)
