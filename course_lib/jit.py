@@ -255,7 +255,7 @@ def fold_row_sums(program: Program) -> Program:
         put = puts.get(id(e.args[0])) if e.op == "sum" and e.params[0] in (1, -1, (1,), (-1,)) else None
         if put is not None and _one_per_row(put):
             value = np.zeros(put.params[1][0])
-            value[put.params[0][0]] = put.args[0] + 0.0
+            value[put.params[0][0]] = np.asarray(put.args[0]) + 0.0
             same_as[id(e.out)] = value.reshape(e.out.shape)
         else:
             kept.append(e)
