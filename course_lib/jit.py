@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from course_lib.passes import simplify
+from course_lib.passes import fold_row_sums, simplify
 from course_lib.program import Atom, Equation, Program, Var, run, show
 from course_lib.tensor import Tensor, is_grad_enabled
 from course_lib.tensor.core import constant
-from course_lib.tensor.gather import Slot, integer_tensor
+from course_lib.tensor.gather import Slot, advanced, integer_tensor
 from course_lib.tensor.grad_mode import _tracing
 from course_lib.trace import Static, flatten, is_traced, trace, unflatten
 
@@ -104,16 +103,12 @@ def _distinct(template: tuple, e: Equation) -> bool:
     (``np.arange(n)`` beside the labels), so the positions differ in that coordinate."""
     if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
         return False
-    arrays = [e.args[1 + t.k].shape if type(t) is Slot else np.shape(t) for t in template if _advanced(t)]
+    arrays = [e.args[1 + t.k].shape if type(t) is Slot else np.shape(t) for t in template if advanced(t)]
     shape = np.broadcast_shapes(*arrays)
     return any(
         isinstance(t, np.ndarray) and t.dtype.kind in "iu" and t.shape == shape and np.unique(t).size == t.size
         for t in template
     )
-
-
-def _advanced(t: Any) -> bool:
-    return type(t) is Slot or isinstance(t, (np.ndarray, int, np.integer)) and not isinstance(t, bool)
 
 
 def _put(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
@@ -229,43 +224,6 @@ def _reusable(program: Program) -> dict[int, str]:
         if e.op not in VIEWS and e.out.shape:
             owned.add(id(e.out))
     return reusable
-
-
-def _one_per_row(e: Equation) -> bool:
-    """Whether ``put`` writes one value into each row of a matrix, whatever the labels: its index
-    is (a permutation of the rows, the labels), as cross_entropy's gradient has."""
-    template, shape = e.params
-    rows = template[0] if len(template) == 2 and type(template[1]) is Slot else None
-    return (
-        isinstance(rows, np.ndarray)
-        and len(shape) == 2
-        and rows.shape == (shape[0],) == e.args[1].shape
-        and np.array_equal(np.sort(rows), np.arange(shape[0]))
-    )
-
-
-def fold_row_sums(program: Program) -> Program:
-    """Replace ``put(g; rows, labels).sum(axis=1)`` by its value when ``g`` is a constant: with
-    one value in each row the sum of the row is that value (+ 0.0, the zeros added), whatever
-    the labels. (With static labels the whole gradient of cross_entropy was a constant; with
-    traced ones this part still is.)"""
-    puts = {id(e.out): e for e in program.equations if e.op == "put" and isinstance(e.args[0], np.ndarray)}
-    kept, same_as = [], {}
-    for e in program.equations:
-        put = puts.get(id(e.args[0])) if e.op == "sum" and e.params[0] in (1, -1, (1,), (-1,)) else None
-        if put is not None and _one_per_row(put):
-            value = np.zeros(put.params[1][0])
-            value[put.params[0][0]] = np.asarray(put.args[0]) + 0.0
-            same_as[id(e.out)] = value.reshape(e.out.shape)
-        else:
-            kept.append(e)
-    if not same_as:
-        return program
-    return replace(
-        program,
-        equations=[Equation(e.op, [same_as.get(id(a), a) for a in e.args], e.params, e.out) for e in kept],
-        outputs=[same_as.get(id(o), o) for o in program.outputs],
-    )
 
 
 class _Compiled:

@@ -16,7 +16,7 @@ import numpy as np
 
 from course_lib.program import Atom, Equation, Program, Var, call_op, run
 from course_lib.tensor import Tensor, record, stack
-from course_lib.tensor.gather import Slot, integer_tensor
+from course_lib.tensor.gather import Slot, advanced, integer_tensor
 from course_lib.trace import Tracer, flatten, is_traced, trace, unflatten
 
 __all__ = ["vmap", "BATCHING", "batch_program"]
@@ -110,7 +110,7 @@ def _gathered(args: list[Tensor], batched: list[bool], e: Equation, size: int) -
     example but moves them first with the batch: the axes are moved back (see :func:`_order`)."""
     template = e.params[0]
     parts, part_flags, part_atoms = args[1:], batched[1:], e.args[1:]
-    shapes = [part_atoms[t.k].shape if type(t) is Slot else np.shape(t) for t in template if _advanced(t)]
+    shapes = [part_atoms[t.k].shape if type(t) is Slot else np.shape(t) for t in template if advanced(t)]
     if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
         raise NotImplementedError("vmap: indexing with a boolean mask beside traced integer arrays is not supported")
     rank = len(np.broadcast_shapes(*shapes))
@@ -136,20 +136,15 @@ def _gathered(args: list[Tensor], batched: list[bool], e: Equation, size: int) -
     return call_op("put", [source, *parts], (index, (size,) + e.params[1]))
 
 
-def _advanced(t: Any) -> bool:
-    """Whether an entry of a take/put index is an advanced one (an array, or an integer beside arrays)."""
-    return type(t) is Slot or (isinstance(t, (np.ndarray, int, np.integer)) and not isinstance(t, bool))
-
-
 def _order(template: tuple, ndim: int, rank: int, out_ndim: int) -> list[int] | None:
     """The axes of the batched take's result in the order of the examples' results, or None if
     already so: with the arrays of the index together after ``p`` axes of slices, NumPy gives an
     example (p axes, the arrays' ``rank`` axes, the rest) but the batch (B, rank axes, p axes, rest)."""
-    advanced = [k for k, t in enumerate(template) if _advanced(t)]
-    if advanced[0] == 0 or advanced[-1] - advanced[0] != len(advanced) - 1:
+    places = [k for k, t in enumerate(template) if advanced(t)]
+    if places[0] == 0 or places[-1] - places[0] != len(places) - 1:
         return None
     consumed = sum(1 for t in template if t is not None and t is not Ellipsis)
-    p = sum(ndim - consumed if t is Ellipsis else 1 for t in template[: advanced[0]])
+    p = sum(ndim - consumed if t is Ellipsis else 1 for t in template[: places[0]])
     r = 1 + rank
     return [0, *range(r, r + p), *range(1, r), *range(r + p, 1 + out_ndim)]
 

@@ -18,7 +18,7 @@ import numpy as np
 from course_lib.tensor.core import Tensor, constant, record
 from course_lib.tensor.table import defvjp_argnum
 
-__all__ = ["Slot", "take", "put", "integer_tensor", "filled"]
+__all__ = ["Slot", "take", "put", "integer_tensor", "filled", "advanced"]
 
 
 class Slot:
@@ -49,6 +49,11 @@ def integer_tensor(values: Any) -> Tensor:
 def filled(template: tuple, parts: list[Any]) -> tuple:
     """``template`` with each :class:`Slot` replaced by its array from ``parts``."""
     return tuple(parts[t.k] if type(t) is Slot else t for t in template)
+
+
+def advanced(t: Any) -> bool:
+    """Whether an entry of an index is an advanced one (an array, or an integer beside arrays)."""
+    return type(t) is Slot or (isinstance(t, (np.ndarray, int, np.integer)) and not isinstance(t, bool))
 
 
 def take(a: Tensor, *parts_and_template: Any) -> Tensor:
