@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.passes import simplify
+from course_lib.passes import fold_row_sums, simplify
 from course_lib.program import Atom, Equation, Program, Var, run, show
 from course_lib.tensor import Tensor, is_grad_enabled
 from course_lib.tensor.core import constant
+from course_lib.tensor.gather import Slot, advanced, integer_tensor
 from course_lib.tensor.grad_mode import _tracing
 from course_lib.trace import Static, flatten, is_traced, trace, unflatten
 
@@ -91,6 +92,35 @@ def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str])
     return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, {lit(index)}, {a[0]})"]
 
 
+def _index(template: tuple, parts: list[str], lit: Callable[[Any], str]) -> str:
+    """The index of ``take``/``put`` as Python: its template with the integer arguments' names in their slots."""
+    return ", ".join(parts[t.k] if type(t) is Slot else lit(t) for t in template) + ("," if len(template) == 1 else "")
+
+
+def _distinct(template: tuple, e: Equation) -> bool:
+    """Whether ``put``'s index can hit no position twice, whatever the integer arguments: one of
+    its static integer arrays covers the whole broadcast index with values all different
+    (``np.arange(n)`` beside the labels), so the positions differ in that coordinate."""
+    if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
+        return False
+    arrays = [e.args[1 + t.k].shape if type(t) is Slot else np.shape(t) for t in template if advanced(t)]
+    shape = np.broadcast_shapes(*arrays)
+    return any(
+        isinstance(t, np.ndarray) and t.dtype.kind in "iu" and t.shape == shape and np.unique(t).size == t.size
+        for t in template
+    )
+
+
+def _put(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+    template, shape = e.params
+    index = _index(template, a[1:], lit)
+    if _distinct(template, e):  # an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
+        value = e.args[0]
+        exact = isinstance(value, np.ndarray) and not np.any(np.signbit(value) & (value == 0.0))
+        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{index}] = {a[0]}" + ("" if exact else " + 0.0")]
+    return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, ({index}), {a[0]})"]
+
+
 NUMPY: dict[str, Emit] = {
     **{op: _ufunc(fn) for op, fn in UFUNCS.items()},
     "matmul": lambda out, a, e, lit: [f"{out} = np.matmul({a[0]}, {a[1]})"],
@@ -110,6 +140,8 @@ NUMPY: dict[str, Emit] = {
     "broadcast_to": lambda out, a, e, lit: [f"{out} = np.broadcast_to({a[0]}, {lit(e.params[0])})"],
     "getitem": lambda out, a, e, lit: [f"{out} = {a[0]}[{lit(e.params[0])}]"],
     "scatter_add": _scatter_add,
+    "take": lambda out, a, e, lit: [f"{out} = {a[0]}[{_index(e.params[0], a[1:], lit)}]"],
+    "put": _put,
     "identity": lambda out, a, e, lit: [f"{out} = {a[0]}"],
     "detach": lambda out, a, e, lit: [f"{out} = {a[0]}"],
     "stack": lambda out, a, e, lit: [f"{out} = np.stack([{', '.join(a)}], axis={e.params[0]})"],
@@ -202,7 +234,7 @@ class _Compiled:
 
     def __init__(self, traced: Program, structure: Any, name: str) -> None:
         self.traced, self.structure = traced, structure
-        self.program = simplify(traced)
+        self.program = fold_row_sums(simplify(traced))
         self.function, self.source = compile_program(self.program, name)
         self.fast: Callable[..., Any] | None = None
         result, statics = _result_expression(structure)
@@ -285,6 +317,9 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         elif kind is list or kind is tuple:
             conditions.append(f"type({at}) is {kind.__name__} and len({at}) == {len(x)}")
             return all(walk(item, f"{at}[{i}]") for i, item in enumerate(x))
+        elif kind is np.ndarray and x.dtype.kind in "iu":
+            conditions.append(f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r}")
+            arrays.append(at)
         elif kind is np.ndarray and x.dtype.kind == "f":
             return False
         else:
@@ -344,6 +379,9 @@ def _signature(x: Any, key: list[Any], arrays: list[np.ndarray], graph: list[Ten
     elif isinstance(x, np.ndarray) and x.dtype.kind == "f":  # another float dtype, or a subclass (memmap)
         arrays.append(np.asarray(x, dtype=np.float64))
         key.append(x.shape)
+    elif isinstance(x, np.ndarray) and x.dtype.kind in "iu":  # class labels: traced, by dtype and shape
+        arrays.append(np.asarray(x))
+        key.append((x.dtype.str, x.shape))
     elif kind is list or kind is tuple:
         key.append((kind, len(x)))
         for item in x:
@@ -435,7 +473,11 @@ class Jitted:
         """The program run op by op by the eager engine, so gradients reach the arguments
         and parameters that require grad (``grad(jit(f))``, ``jit(f)(x).backward()``)."""
         leaves = [
-            leaf if isinstance(leaf, Tensor) else constant(np.asarray(leaf, dtype=np.float64))
+            leaf
+            if isinstance(leaf, Tensor)
+            else integer_tensor(leaf)
+            if leaf.dtype.kind in "iu"
+            else constant(np.asarray(leaf, dtype=np.float64))
             for i, arg in enumerate(args)
             if i not in self.static
             for leaf in flatten(arg)[0]
@@ -457,8 +499,9 @@ def jit(f: Callable[..., Any], static_argnums: int | tuple[int, ...] = ()) -> Ji
     """``f`` compiled: traced once per input signature, then run as generated NumPy code.
 
     The signature is the shapes of the Tensors and float arrays among the arguments
-    (containers allowed), with the values of the static ones: arguments listed in
-    ``static_argnums``, numbers, and integer or boolean arrays (class labels, masks).
+    (containers allowed), the dtypes and shapes of the integer arrays (class labels: traced
+    too, they may only index Tensors), with the values of the static ones: arguments listed
+    in ``static_argnums``, numbers, and boolean arrays (masks).
     A new signature traces again; a known one runs the cached code, which gives the
     eager engine's numbers. Results are Tensors (constants: differentiate ``f``
     inside, ``jit(grad(f))``), except where gradients are wanted: when an argument or a

@@ -20,6 +20,7 @@ import numpy as np
 
 from course_lib.program import SHAPE_PARAMS, Atom, Program, Var, call_op, evaluate
 from course_lib.tensor import OPS, Tensor, no_grad, record
+from course_lib.tensor.gather import integer_tensor
 from course_lib.trace import Tracer, make_program
 
 __all__ = ["JVP", "LINEAR", "linearize", "transpose"]
@@ -90,6 +91,9 @@ JVP: dict[str, Jvp] = {
     "detach": lambda p, t, out, params: t[0] * 0.0,
     "clip": lambda p, t, out, params: t[0] * _mask((p[0]._data >= params[0]) & (p[0]._data <= params[1])),
     "max": _max_jvp,
+    # Linear in the Tensor argument; the integer index arguments stay as they are.
+    "take": lambda p, t, out, params: call_op("take", [t[0], *p[1:]], params),
+    "put": lambda p, t, out, params: call_op("put", [t[0], *p[1:]], params),
     "softmax": lambda p, t, out, params: out * (t[0] - (t[0] * out).sum(axis=params[0], keepdims=True)),
     "log_softmax": lambda p, t, out, params: t[0] - (t[0] * out.exp()).sum(axis=params[0], keepdims=True),
 }
@@ -99,7 +103,9 @@ JVP: dict[str, Jvp] = {
 def _tangents(program: Program, primals: list[np.ndarray], tangents: list[Tensor]) -> list[Tensor]:
     """The output tangents of ``program`` at ``primals`` in the directions ``tangents``
     (a closed-over Tensor is a constant: its tangent is zero)."""
-    values: dict[int, Tensor] = {id(v): record("", x, ()) for v, x in zip(program.inputs, primals)}
+    values: dict[int, Tensor] = {
+        id(v): record("", x, ()) if v.dtype == "f64" else integer_tensor(x) for v, x in zip(program.inputs, primals)
+    }
     values.update((id(v), record("", c._data, ())) for v, c in zip(program.constvars, program.consts))
     dots: dict[int, Tensor] = {id(v): t for v, t in zip(program.inputs, tangents)}
 

@@ -96,12 +96,17 @@ def cross_entropy(logits: Tensor, labels: Any) -> Tensor:
 
     ``logits`` has shape ``(N, C)``; ``labels`` holds ``N`` class indices in ``0..C-1``
     (an integer array, a list, or a Tensor of whole numbers). Computed from
-    ``log_softmax``, so large logits do not overflow.
+    ``log_softmax``, so large logits do not overflow. Traced labels (integer arrays passed
+    to a jitted or vmapped function) are checked for shape only: the pick is the op ``take``.
     """
     if not isinstance(logits, Tensor) or logits.ndim != 2:
         shape = logits.shape if isinstance(logits, Tensor) else type(logits).__name__
         raise ValueError(f"cross_entropy needs logits as a Tensor of shape (N, C), got {shape}")
-    labels = _class_indices(labels, *logits.shape)
+    if getattr(labels, "_data", None) is not None and labels._data.dtype.kind in "iu":  # traced labels
+        if labels.shape != logits.shape[:1]:
+            raise ValueError(f"labels must have shape ({len(logits)},), one class index per row; got {labels.shape}")
+    else:
+        labels = _class_indices(labels, *logits.shape)
     log_probs = logits.log_softmax(axis=-1)
     return -log_probs[np.arange(len(labels)), labels].mean()
 

@@ -8,6 +8,8 @@ one computing the same numbers (bit for bit: no pass reorders or changes a float
   with the same parameters is computed once.
 - :func:`eliminate_dead_code`: equations no output depends on are dropped.
 - :func:`simplify`: the three, in that order.
+- :func:`fold_row_sums`: the row sums of ``put`` of a constant with one value per row (the
+  gradient of ``cross_entropy`` with traced labels) are that constant, whatever the labels.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from course_lib.program import Atom, Equation, Program, Var
+from course_lib.tensor.gather import Slot
 
-__all__ = ["remove_noops", "eliminate_common_subexpressions", "eliminate_dead_code", "simplify"]
+__all__ = ["remove_noops", "eliminate_common_subexpressions", "eliminate_dead_code", "simplify", "fold_row_sums"]
 
 
 def _is_one(x: Atom) -> bool:
@@ -114,3 +117,40 @@ def eliminate_dead_code(program: Program) -> Program:
 def simplify(program: Program) -> Program:
     """No-ops removed, common subexpressions shared, dead code dropped."""
     return eliminate_dead_code(eliminate_common_subexpressions(remove_noops(program)))
+
+
+def _one_per_row(e: Equation) -> bool:
+    """Whether ``put`` writes one value into each row of a matrix, whatever the labels: its index
+    is (a permutation of the rows, the labels), as cross_entropy's gradient has."""
+    template, shape = e.params
+    rows = template[0] if len(template) == 2 and type(template[1]) is Slot else None
+    return (
+        isinstance(rows, np.ndarray)
+        and len(shape) == 2
+        and rows.shape == (shape[0],) == e.args[1].shape
+        and np.array_equal(np.sort(rows), np.arange(shape[0]))
+    )
+
+
+def fold_row_sums(program: Program) -> Program:
+    """Replace ``put(g; rows, labels).sum(axis=1)`` by its value when ``g`` is a constant: with
+    one value in each row the sum of the row is that value (+ 0.0, the zeros added), whatever
+    the labels. (With static labels the whole gradient of cross_entropy was a constant; with
+    traced ones this part still is.)"""
+    puts = {id(e.out): e for e in program.equations if e.op == "put" and isinstance(e.args[0], np.ndarray)}
+    kept, same_as = [], {}
+    for e in program.equations:
+        put = puts.get(id(e.args[0])) if e.op == "sum" and e.params[0] in (1, -1, (1,), (-1,)) else None
+        if put is not None and _one_per_row(put):
+            value = np.zeros(put.params[1][0])
+            value[put.params[0][0]] = np.asarray(put.args[0]) + 0.0
+            same_as[id(e.out)] = value.reshape(e.out.shape)
+        else:
+            kept.append(e)
+    if not same_as:
+        return program
+    return replace(
+        program,
+        equations=[Equation(e.op, [same_as.get(id(a), a) for a in e.args], e.params, e.out) for e in kept],
+        outputs=[same_as.get(id(o), o) for o in program.outputs],
+    )

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from course_lib.tensor import OPS, Tensor, no_grad, record
+from course_lib.tensor.gather import integer_tensor
 
 __all__ = ["Var", "Equation", "Program", "evaluate", "run", "call_op", "SHAPE_PARAMS"]
 
@@ -30,10 +31,12 @@ equation keeps the shape as its parameter, and their VJP rules take none."""
 
 @dataclass(eq=False)
 class Var:
-    """A value of the program: its shape (values are float64) and its printed name."""
+    """A value of the program: its shape, its printed name and its type (``f64``; ``i64`` for
+    an integer array, which only indexes: the op ``take``)."""
 
     shape: tuple[int, ...]
     name: str = ""
+    dtype: str = "f64"
 
     def __repr__(self) -> str:
         return self.name or f"Var{self.shape}"
@@ -77,8 +80,8 @@ class Program:
         return show(self)
 
 
-def _type(shape: tuple[int, ...]) -> str:
-    return "f64[" + ",".join(map(str, shape)) + "]"
+def _type(shape: tuple[int, ...], dtype: str = "f64") -> str:
+    return dtype + "[" + ",".join(map(str, shape)) + "]"
 
 
 def _names() -> Any:
@@ -131,7 +134,9 @@ def show(program: Program) -> str:
     lines = []
     for e in program.equations:
         params = f"[{'; '.join(_param(p) for p in e.params)}]" if e.params else ""
-        lines.append(f"    {e.out.name}:{_type(e.out.shape)} = {e.op}{params} " + " ".join(atom(a) for a in e.args))
+        lines.append(
+            f"    {e.out.name}:{_type(e.out.shape, e.out.dtype)} = {e.op}{params} " + " ".join(atom(a) for a in e.args)
+        )
     outs = ", ".join(atom(o) for o in program.outputs)
     shown = {i: a for e in program.equations for a in e.args if not isinstance(a, Var) for i in [id(a)]}
     shown.update((id(o), o) for o in program.outputs if not isinstance(o, Var))
@@ -139,7 +144,7 @@ def show(program: Program) -> str:
         [f"{v.name}:{_type(v.shape)}" for v in program.constvars]
         + [f"{n}:{_type(shown[i].shape)}" for i, n in consts.items()]
     )
-    inputs = " ".join(f"{v.name}:{_type(v.shape)}" for v in program.inputs)
+    inputs = " ".join(f"{v.name}:{_type(v.shape, v.dtype)}" for v in program.inputs)
     return "\n".join([f"{{ lambda {header + '; ' if header else ''}{inputs}. let", *lines, f"  in ({outs},) }}"])
 
 
@@ -189,9 +194,9 @@ def evaluate(program: Program, *inputs: Any) -> list[np.ndarray]:
         raise TypeError(f"the program takes {len(program.inputs)} input(s), got {len(inputs)}")
     tensors = []
     for v, x in zip(program.inputs, inputs):
-        array = np.asarray(x.data if isinstance(x, Tensor) else x, dtype=np.float64)
+        array = np.asarray(x.data if isinstance(x, Tensor) else x, dtype=np.float64 if v.dtype == "f64" else None)
         if array.shape != v.shape:
             raise ValueError(f"input {v.name or '?'} was traced with shape {v.shape}, got shape {array.shape}")
-        tensors.append(record("", array, ()))
+        tensors.append(record("", array, ()) if v.dtype == "f64" else integer_tensor(array))
     with no_grad():
         return [t._data for t in run(program, tensors)]

@@ -28,6 +28,8 @@ import numpy as np
 
 from course_lib.program import SHAPE_PARAMS, Atom, Equation, Program, Var
 from course_lib.tensor import Tensor
+from course_lib.tensor.core import _plain_index
+from course_lib.tensor.gather import Slot, integer_tensor, take
 from course_lib.tensor.grad_mode import _tracing, set_grad_enabled
 
 __all__ = ["Tracer", "TracingError", "make_program", "trace", "flatten", "unflatten"]
@@ -84,6 +86,15 @@ class Tracer(Tensor):
 
     __float__ = item
 
+    def __index__(self) -> int:
+        raise _refuse(
+            "int() or use as a Python index (__index__)",
+            f"{_NOT_KNOWN} Index Tensors with it instead (x[labels] records the op take), or make the argument "
+            "static (jit(f, static_argnums=...)).",
+        )
+
+    __int__ = __index__
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise _refuse(
             "A NumPy call (np.asarray, np.* function, .data, .numpy())",
@@ -97,7 +108,8 @@ class Tracer(Tensor):
 
     def __repr__(self) -> str:
         try:
-            return f"Tracer(f64{list(self._data.shape)})"
+            kind = "f64" if self._data.dtype.kind == "f" else f"{self._data.dtype.kind}{self._data.dtype.itemsize * 8}"
+            return f"Tracer({kind}{list(self._data.shape)})"
         except TracingError:
             return "Tracer(escaped)"
 
@@ -131,11 +143,20 @@ class Trace:
         self.created: set[int] = outer.created if outer is not None else set()
 
     def new_input(self, value: Any) -> Tracer:
+        if _is_integer_array(value):  # data for indexing (class labels): requires no grad
+            return self.adopt(integer_tensor(value))  # type: ignore[return-value]
         x = Tensor(value._data if isinstance(value, Tensor) else value, requires_grad=True)
         return self.adopt(x)  # type: ignore[return-value]
 
     def adopt(self, node: Tensor) -> Tensor:
         """Make ``node`` a Tracer of this trace (called by ``record`` for every node)."""
+        checked = node._parents[:1] if node._op in ("take", "put") else node._parents
+        if any(p._data.dtype.kind != "f" for p in checked):
+            raise _refuse(
+                f"Op {node._op!r} (a traced integer array may only index)",
+                "A traced integer array (class labels) can only index Tensors: x[labels], x[np.arange(n), labels], "
+                "cross_entropy(logits, labels). For arithmetic, pass floats (labels.astype(float)).",
+            )
         node.__class__ = Tracer
         self.tracers.append(node)
         self.ids.add(id(node))
@@ -154,13 +175,28 @@ class Trace:
                 "value_and_grad inside it and return the gradients.",
             )
 
+    def take(self, a: Tensor, index: Any) -> Tensor | None:
+        """``a[index]`` as the op ``take`` if ``index`` holds traced integer arrays (else None)."""
+        entries = index if isinstance(index, tuple) else (index,)
+        if not any(type(e) is Tracer and e._data.dtype.kind in "iu" for e in entries):
+            return None
+        parts: list[Tensor] = []
+        template = []
+        for e in entries:
+            if type(e) is Tracer and e._data.dtype.kind in "iu":
+                template.append(Slot(len(parts)))
+                parts.append(e)
+            else:
+                template.append(_plain_index(e))
+        return take(a, *parts, tuple(template))
+
     def index(self, index: Tensor) -> None:
         """Refuse a traced (or closed-over) Tensor as an index: the program would keep this example's index."""
         if self.sees((index,)):
             raise _refuse(
                 "An index made",
-                f"{_NOT_KNOWN} An index is part of the program. Pass it as an integer array (static: one "
-                "program per index), or select with arithmetic, e.g. (x * onehot).sum().",
+                f"{_NOT_KNOWN} A Tensor index is part of the program. Pass it as an integer array (traced: "
+                "the program reads it at every call), or select with arithmetic, e.g. (x * onehot).sum().",
             )
 
     def condition(self, condition: Tensor) -> None:
@@ -235,10 +271,15 @@ def _not_a_value(leaf: Any) -> bool:
     return not isinstance(leaf, Tensor)
 
 
+def _is_integer_array(leaf: Any) -> bool:
+    return isinstance(leaf, np.ndarray) and leaf.dtype.kind in "iu"
+
+
 def is_traced(leaf: Any) -> bool:
-    """Whether an argument leaf becomes a program input: Tensors and float arrays (numbers,
-    integer and boolean arrays are static: part of the program, like JAX's static arguments)."""
-    return isinstance(leaf, Tensor) or (isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f")
+    """Whether an argument leaf becomes a program input: Tensors, float and integer arrays
+    (integer ones, class labels, only as indices); numbers and boolean arrays are static:
+    part of the program, like JAX's static arguments."""
+    return isinstance(leaf, Tensor) or (isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fiu")
 
 
 # ----------------------------------------------------------------------------- tracing
@@ -289,7 +330,7 @@ def _read_program(inputs: list[Tensor], outputs: list[Tensor], t: Trace) -> Prog
     ours = t.ids
     atoms: dict[int, Atom] = {}
     for x in inputs:
-        atoms[id(x)] = Var(x.shape)
+        atoms[id(x)] = Var(x.shape, dtype=_dtype(x))
     equations: list[Equation] = []
     captured: list[Tensor] = []
     consts: list[Tensor] = []
@@ -297,7 +338,7 @@ def _read_program(inputs: list[Tensor], outputs: list[Tensor], t: Trace) -> Prog
     def atom(x: Tensor) -> Atom:
         if id(x) not in atoms:
             if type(x) is Tracer:
-                atoms[id(x)] = Var(x.shape)
+                atoms[id(x)] = Var(x.shape, dtype=_dtype(x))
                 if id(x) not in ours:
                     captured.append(x)
             elif id(x) in t.created:
@@ -328,6 +369,12 @@ def _read_program(inputs: list[Tensor], outputs: list[Tensor], t: Trace) -> Prog
     inputs_vars = [atoms[id(x)] for x in inputs] + [atoms[id(c)] for c in captured]
     constvars = [atoms[id(c)] for c in consts]
     return Program(inputs_vars, equations, outs, captured, constvars, consts)  # type: ignore[arg-type]
+
+
+def _dtype(x: Tensor) -> str:
+    """A value's type as a program prints it: ``f64``, or ``i64`` for an integer array."""
+    kind = x._data.dtype
+    return "f64" if kind.kind == "f" else f"{kind.kind}{kind.itemsize * 8}"
 
 
 def make_program(f: Callable[..., Any], *args: Any) -> Program:

@@ -16,7 +16,8 @@ import numpy as np
 
 from course_lib.program import Atom, Equation, Program, Var, call_op, run
 from course_lib.tensor import Tensor, record, stack
-from course_lib.trace import flatten, is_traced, trace, unflatten
+from course_lib.tensor.gather import Slot, advanced, integer_tensor
+from course_lib.trace import Tracer, flatten, is_traced, trace, unflatten
 
 __all__ = ["vmap", "BATCHING", "batch_program"]
 
@@ -102,6 +103,52 @@ def _indexed(args: list[Tensor], batched: list[bool], e: Equation, size: int) ->
     return out
 
 
+def _gathered(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> Tensor:
+    """take and put for every example at once: ``np.arange(size)`` is put first in the index
+    (the example's own row), the batched integer arguments carry the batch on their axis 0.
+    Where the index's arrays sit together after a leading slice, NumPy keeps them in place per
+    example but moves them first with the batch: the axes are moved back (see :func:`_order`)."""
+    template = e.params[0]
+    parts, part_flags, part_atoms = args[1:], batched[1:], e.args[1:]
+    shapes = [part_atoms[t.k].shape if type(t) is Slot else np.shape(t) for t in template if advanced(t)]
+    if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
+        raise NotImplementedError("vmap: indexing with a boolean mask beside traced integer arrays is not supported")
+    rank = len(np.broadcast_shapes(*shapes))
+    for b, x in zip(part_flags, part_atoms):
+        if b and len(x.shape) < rank:
+            raise NotImplementedError(
+                "vmap: a batched integer index with fewer axes than the other arrays of its index: give it "
+                "their number of axes (labels[:, None] outside the function)"
+            )
+    rows = np.arange(size).reshape((size,) + (1,) * rank)
+    index = (rows,) + template
+    first = e.args[0]
+    source = args[0] if batched[0] else args[0].broadcast_to((size,) + args[0].shape)
+    if e.op == "take":
+        order = _order(template, len(first.shape), rank, len(e.out.shape))
+    else:
+        order = _order(template, len(e.params[1]), rank, len(first.shape))
+    if e.op == "take":
+        out = call_op("take", [source, *parts], (index,))
+        return out if order is None else out.transpose(*order)
+    if order is not None:
+        source = source.transpose(*np.argsort(order))
+    return call_op("put", [source, *parts], (index, (size,) + e.params[1]))
+
+
+def _order(template: tuple, ndim: int, rank: int, out_ndim: int) -> list[int] | None:
+    """The axes of the batched take's result in the order of the examples' results, or None if
+    already so: with the arrays of the index together after ``p`` axes of slices, NumPy gives an
+    example (p axes, the arrays' ``rank`` axes, the rest) but the batch (B, rank axes, p axes, rest)."""
+    places = [k for k, t in enumerate(template) if advanced(t)]
+    if places[0] == 0 or places[-1] - places[0] != len(places) - 1:
+        return None
+    consumed = sum(1 for t in template if t is not None and t is not Ellipsis)
+    p = sum(ndim - consumed if t is Ellipsis else 1 for t in template[: places[0]])
+    r = 1 + rank
+    return [0, *range(r, r + p), *range(1, r), *range(r + p, 1 + out_ndim)]
+
+
 BATCHING: dict[str, Rule] = {
     **dict.fromkeys(
         ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu"),
@@ -117,6 +164,8 @@ BATCHING: dict[str, Rule] = {
     "broadcast_to": lambda a, b, e, n: _aligned(a, b, e)[0].broadcast_to((n,) + e.params[0]),
     "getitem": _indexed,
     "scatter_add": _indexed,
+    "take": _gathered,
+    "put": _gathered,
     "stack": lambda a, b, e, n: stack(
         [x if bx else x.broadcast_to((n,) + x.shape) for x, bx in zip(a, b)], axis=e.params[0] + 1
     ),
@@ -158,56 +207,11 @@ def _shared(program: Program, inputs: list[Tensor], flags: list[bool]) -> list[T
             depends.add(id(e.out))
     if any(id(o) in depends for o in program.outputs):
         raise ValueError("vmap: out_axes=None needs results that do not depend on a batched argument")
-    unbatched = [x if not b else x[0] for x, b in zip(inputs, flags)]
+    unbatched = [
+        x if not b else x[0] if type(x) is Tracer or x._data.dtype.kind == "f" else integer_tensor(x._data[0])
+        for x, b in zip(inputs, flags)
+    ]
     return run(program, unbatched + program.captured)
-
-
-def _by_value(args: tuple, axes: Sequence[Any]) -> list[np.ndarray]:
-    """The examples grouped by the values of the batched integer and boolean arrays (class
-    labels): static to tracing, so each group gets a program of its own. One group if none."""
-    keys: list[list[bytes]] = []
-    size = 0
-    for arg, axis in zip(args, axes):
-        for leaf in flatten(arg)[0] if axis is not None else []:
-            if isinstance(leaf, np.ndarray) and not is_traced(leaf):
-                if not -leaf.ndim <= axis < leaf.ndim:
-                    raise ValueError(f"vmap: in_axes {axis} is out of range for an argument of shape {leaf.shape}")
-                rows = np.moveaxis(leaf, axis, 0)
-                size = len(rows)
-                keys.append([row.tobytes() for row in rows])
-    if not keys or size == 0:
-        return [np.arange(size)]
-    groups: dict[tuple, list[int]] = {}
-    for i, key in enumerate(zip(*keys)):
-        groups.setdefault(key, []).append(i)
-    return [np.array(members) for members in groups.values()]
-
-
-def _grouped(batched_f: Callable[..., Any], args: tuple, axes: Sequence[Any], groups: list[np.ndarray]) -> Any:
-    """``batched_f`` run on each group of examples, the results put back in the examples' order."""
-    size = sum(len(g) for g in groups)
-    results, structure = [], None
-    for rows in groups:
-
-        def pick(leaf: Any, axis: int, rows: np.ndarray = rows) -> Any:
-            if isinstance(leaf, Tensor):
-                return _moved(leaf, axis, 0)[rows] if axis % leaf.ndim else leaf[rows]
-            return np.take(leaf, rows, axis=axis) if isinstance(leaf, np.ndarray) else leaf
-
-        picked = []
-        for arg, axis in zip(args, axes):
-            leaves, arg_structure = flatten(arg)
-            picked.append(arg if axis is None else unflatten(arg_structure, [pick(x, axis) for x in leaves]))
-        leaves, structure = flatten(batched_f(*picked), static=lambda x: not isinstance(x, Tensor))
-        results.append(leaves)
-    outs = []
-    for k in range(len(results[0])):
-        total = None
-        for rows, leaves in zip(groups, results):
-            part = call_op("scatter_add", [leaves[k]], ((rows,), (size,) + leaves[k].shape[1:]))
-            total = part if total is None else total + part
-        outs.append(total)
-    return unflatten(structure, outs)
 
 
 def _moved(x: Tensor, source: int, destination: int) -> Tensor:
@@ -223,10 +227,10 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
     ``in_axes``: for every argument, the axis of its batch (an int) or ``None`` (shared by
     every example); one int or None applies to all. ``out_axes``: where the batch axis goes
     in each result (an int for all, or None for results shared by every example).
-    Arguments may be containers of Tensors and float arrays. Integer and boolean arrays (class
-    labels) are static to tracing: a batch of them is split into groups of equal values, each
-    with a program of its own, and the results are put back in order. Tensors ``f`` closes over are shared by every
-    example and stay in the graph: gradients reach them.
+    Arguments may be containers of Tensors, float arrays and integer arrays (class labels:
+    traced, they index Tensors with the op ``take``, whose batching rule picks every example's
+    own row). Boolean arrays are static and cannot carry a batch. Tensors ``f`` closes over are
+    shared by every example and stay in the graph: gradients reach them.
     """
 
     if not (out_axes is None or isinstance(out_axes, int)):
@@ -247,31 +251,37 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable
         axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but the function got {len(args)} arguments")
-        groups = _by_value(args, axes)
-        if len(groups) > 1:
-            if out_axes != 0:
-                raise ValueError(
-                    "vmap: integer or boolean arrays carrying a batch split it by value, which needs out_axes=0; "
-                    "move the batch axis of the results afterwards"
-                )
-            return _grouped(batched_f, args, axes, groups)
         examples, inputs, flags, sizes = [], [], [], set()
         for arg, axis in zip(args, axes):
             leaves, structure = flatten(arg)
             example = []
             for leaf in leaves:
-                if not is_traced(leaf):  # static; a batched integer array has one value here (see _by_value)
-                    batched_int = axis is not None and isinstance(leaf, np.ndarray)
-                    example.append(np.take(leaf, 0, axis=axis) if batched_int else leaf)
+                if not is_traced(leaf):  # static: the same for every example
+                    if axis is not None and isinstance(leaf, np.ndarray):
+                        raise ValueError(
+                            f"vmap: a {leaf.dtype} array is static (part of the program), so it cannot carry a "
+                            "batch; pass it with in_axes None, or as floats or integers"
+                        )
+                    example.append(leaf)
                     continue
-                x = leaf if isinstance(leaf, Tensor) else record("", np.asarray(leaf, dtype=np.float64), ())
+                if isinstance(leaf, Tensor):
+                    x = leaf
+                elif leaf.dtype.kind in "iu":  # class labels: they index, as the op take
+                    x = integer_tensor(leaf)
+                else:
+                    x = record("", np.asarray(leaf, dtype=np.float64), ())
                 if axis is not None:
                     if not -x.ndim <= axis < x.ndim:
                         raise ValueError(
                             f"vmap: in_axes {axis} is out of range for an argument of shape {x.shape} "
                             f"(valid: {-x.ndim} to {x.ndim - 1})"
                         )
-                    x = _moved(x, axis, 0) if axis % x.ndim else x
+                    if axis % x.ndim:
+                        x = (
+                            _moved(x, axis, 0)
+                            if type(x) is Tracer or x._data.dtype.kind == "f"
+                            else (integer_tensor(np.moveaxis(x._data, axis, 0)))
+                        )
                     if x.shape[0] == 0:
                         raise ValueError("vmap: the batch is empty (size 0): there is no example to trace f on")
                     sizes.add(x.shape[0])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from course_lib.tensor import gather as _gather  # noqa: F401  (registers take and put)
 from course_lib.tensor.autograd import gradients
 from course_lib.tensor.core import Tensor, _lift, affine, record, stack, where
 from course_lib.tensor.grad_mode import is_grad_enabled, no_grad, set_grad_enabled

@@ -310,6 +310,9 @@ class Tensor:
 
     def __getitem__(self, index: Any) -> Tensor:
         """NumPy indexing: integers, slices, ``None``, ``...``, integer arrays, boolean masks."""
+        trace = _tracing.get()
+        if trace is not None and (taken := trace.take(self, index)) is not None:
+            return taken  # the index holds traced integer arrays: the op ``take`` reads them
         index = _plain_index(index)
         return record("getitem", self._data[index], (self,), (index,))
 
@@ -403,7 +406,7 @@ def _untensor(data: Any) -> Any:
                 "graph and its gradient would silently be lost. Use it as it is, stack([...]) to join "
                 "several, or .detach() to cut it on purpose"
             )
-        return data._data
+        return data._data if type(data) is Tensor else np.asarray(data.data)  # a Tracer refuses .data
     if isinstance(data, (list, tuple)):
         return [_untensor(item) for item in data]
     return data

@@ -3,12 +3,15 @@ the eager engine (and JAX's answers, quoted from the issue, where it has one).""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from course_lib.functional import grad, jvp
+from course_lib.functional import grad, jvp, value_and_grad
 from course_lib.jit import jit
 from course_lib.linearize import linearize, transpose
+from course_lib.nn import cross_entropy
 from course_lib.program import evaluate
 from course_lib.tensor import OPS, Tensor, affine, defvjp, no_grad, record
 from course_lib.trace import TracingError, make_program
@@ -190,7 +193,7 @@ def test_17_grad_of_jit_is_grad_bit_for_bit() -> None:
     assert np.array_equal(grad(jit(f))(x).data, grad(f)(x).data)
 
 
-def test_16_vmap_batches_integer_labels_by_value() -> None:
+def test_16_vmap_batches_integer_labels_with_take() -> None:
     def loss(w: Tensor, x: Tensor, label: np.ndarray) -> Tensor:
         return -(x @ w).log_softmax()[label]
 
@@ -199,10 +202,44 @@ def test_16_vmap_batches_integer_labels_by_value() -> None:
     loop = np.stack([grad(loss)(w, xs[i], labels[i]).data for i in range(6)])
     per_example = vmap(grad(loss), in_axes=(None, 0, 0))
     assert np.array_equal(per_example(w, xs, labels).data, loop)
-    assert np.array_equal(jit(per_example)(w, xs, labels).data, loop)
-    assert np.array_equal(
-        vmap(loss, in_axes=(None, 0, 0))(w, xs, labels).data, [loss(w, Tensor(x), k).data for x, k in zip(xs, labels)]
-    )
+    jitted = jit(per_example)
+    assert np.array_equal(jitted(w, xs, labels).data, loop)
+    other = np.array([1, 1, 2, 0, 2, 1])
+    assert np.array_equal(jitted(w, xs, other).data, [grad(loss)(w, x, k).data for x, k in zip(xs, other)])
+    assert len(jitted.cache) == 1  # one program for every batch of labels of this shape
+    assert "= put[" in str(make_program(per_example, w, xs, labels))  # batched, not grouped by value
+    jax, jnp = pytest.importorskip("jax"), pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    jax_loss = lambda w, x, k: -jax.nn.log_softmax(x @ w)[k]  # noqa: E731
+    expected = jax.vmap(jax.grad(jax_loss), in_axes=(None, 0, 0))(jnp.asarray(w), jnp.asarray(xs), jnp.asarray(labels))
+    np.testing.assert_allclose(per_example(w, xs, labels).data, np.asarray(expected), rtol=1e-12)
+
+
+def test_16_jit_compiles_one_program_per_shape_of_labels_not_per_minibatch() -> None:
+    def step(w: Tensor, x: Tensor, labels: np.ndarray) -> Any:
+        return value_and_grad(lambda w: cross_entropy(x @ w, labels))(w)
+
+    rng = np.random.default_rng(1)
+    w, xs, ys = rng.normal(size=(4, 3)), rng.normal(size=(40, 4)), rng.integers(0, 3, 40)
+    jitted = jit(step)
+    for start in range(0, 40, 16):  # minibatches of 16, 16 and 8
+        x, y = xs[start : start + 16], ys[start : start + 16]
+        (value, g), (eager_value, eager_g) = jitted(w, x, y), step(w, x, y)
+        assert np.array_equal(value.data, eager_value.data) and np.array_equal(g.data, eager_g.data)
+        w = w - 0.1 * g.data
+    assert len(jitted.cache) == 2  # labels of shape (16,) and (8,)
+
+
+def test_16_a_traced_integer_array_refuses_to_give_out_its_values() -> None:
+    x, labels = np.ones((4, 3)), np.array([0, 2, 1, 1])
+    for f in (
+        lambda x, k: x * np.eye(3)[k],  # would freeze the first call's one-hot rows
+        lambda x, k: x * k.data[0],
+        lambda x, k: x[int(k.shape[0]) - 1] * int(k[0]),
+        lambda x, k: x[list(range(3))[k]],
+    ):
+        with pytest.raises(TracingError, match="test_compiled_reproducers.py"):
+            jit(f)(x, labels)
 
 
 def test_found_by_the_fuzzer_a_reshape_to_the_same_shape_is_replayed_as_a_node() -> None:

@@ -49,8 +49,8 @@ def test_a_jitted_sgd_step_of_the_iris_mlp_gives_the_eager_steps_numbers() -> No
 def test_the_generated_source_reads_like_the_hand_written_step() -> None:
     params = [p.data for p in MLP([4, 16, 3], rng=0).parameters()]
     source = jit(sgd_step).source(params, X[:16], Y[:16])
-    assert source.startswith("def sgd_step(a, b, c, d, e):\n    f = np.matmul(e, a)\n    f += b\n")
-    assert "np.maximum(f, 0.0)" in source and "np.sign(" in source and "identity" not in source
+    assert source.startswith("def sgd_step(a, b, c, d, e, f):\n    g = np.matmul(e, a)\n    g += b\n")  # f: labels
+    assert "np.maximum(g, 0.0)" in source and "np.sign(" in source and "identity" not in source
     assert source.count("np.matmul") == 5  # 2 forward, 3 backward (none for x): nothing twice
 
 
@@ -273,12 +273,13 @@ def test_the_guarded_call_reruns_a_signature_only_when_everything_matches() -> N
     expected = lambda lab, n: float((x * w)[np.arange(3), lab].sum() * n)  # noqa: E731
     assert jf([x, w], labels, 1).item() == expected(labels, 1)
     assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 1  # the guarded call
-    labels[0] = 1  # the same array, other values: a static argument changed
-    assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 2
-    assert jf([x, w], labels, 2).item() == expected(labels, 2) and len(traces) == 3
-    assert jf((x, w), labels, 2).item() == expected(labels, 2) and len(traces) == 4  # a tuple, not a list
-    assert jf([x, w, w], labels, 2).item() == expected(labels, 2) and len(traces) == 5
-    assert jf([x, Tensor(w)], labels, 2).item() == expected(labels, 2) and len(traces) == 5  # a Tensor: the same
+    labels[0] = 1  # the same array, other values: labels are traced, the program reads them
+    assert jf([x, w], labels, 1).item() == expected(labels, 1) and len(traces) == 1
+    assert jf([x, w], labels, 2).item() == expected(labels, 2) and len(traces) == 2  # a static number changed
+    assert jf((x, w), labels, 2).item() == expected(labels, 2) and len(traces) == 3  # a tuple, not a list
+    assert jf([x, w, w], labels, 2).item() == expected(labels, 2) and len(traces) == 4
+    assert jf([x, Tensor(w)], labels, 2).item() == expected(labels, 2) and len(traces) == 4  # a Tensor: the same
+    assert jf([x, w], labels.astype(np.int32), 2).item() == expected(labels, 2) and len(traces) == 5  # a new dtype
     w_grad = Tensor(w, requires_grad=True)
     jf([x, w_grad], labels, 2).backward()  # requires grad: the eager engine runs the program
     assert len(traces) == 5 and w_grad.grad is not None
