@@ -11,9 +11,22 @@ from __future__ import annotations
 import ast
 import re
 import symtable
+import threading
 from dataclasses import dataclass, field
 
 from course_grader.protocol import Cell
+
+# CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state, so two
+# threads parsing at once (hand-ins graded side by side) can trip its "AST constructor
+# recursion depth mismatch" check: the grader's threads parse one at a time.
+_PARSING = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """``ast.parse``, one thread at a time."""
+    with _PARSING:
+        return ast.parse(source)
+
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 SECRET = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)(.*?)### END \1", re.S)
@@ -76,7 +89,7 @@ def bound_names(sources: list[str]) -> set[str]:
     names: set[str] = set()
     for source in sources:
         try:
-            tree = ast.parse(source)
+            tree = parse(source)
         except SyntaxError:
             continue
         for node in tree.body:
@@ -109,7 +122,7 @@ def runnable_test(visible: str) -> str:
     define (as in Jupyter, where the answers below may use them): without its top-level
     asserts, so a failed check stops nothing there. What happens there never counts."""
     try:
-        tree = ast.parse(visible)
+        tree = parse(visible)
     except SyntaxError:
         return ""
     tree.body = [node for node in tree.body if not isinstance(node, ast.Assert)]
@@ -136,7 +149,7 @@ def notebook_classes(source_nb) -> set[str]:
     for cell in source_nb.cells:
         if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
             try:
-                tree = ast.parse(cell.source)
+                tree = parse(cell.source)
             except SyntaxError:
                 continue
             names |= {f"__main__.{n.name}" for n in tree.body if isinstance(n, ast.ClassDef)}

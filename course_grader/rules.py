@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import course_lib
+from course_grader.parts import parse
 
 RULES_FILE = "rules.toml"
 # Packages that would do an exercise's work: differentiate (mpmath.diff: numerical derivatives)
@@ -203,7 +204,7 @@ def _defined_at(rule: str) -> tuple[str, str]:
 
 def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
     """The module's source with each named function's body replaced by the rule's error."""
-    tree = ast.parse(text)
+    tree = parse(text)
     for rule, qualname in names:
         scope: list[ast.stmt] = tree.body
         found: ast.stmt | None = None
@@ -219,7 +220,7 @@ def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
             "yourself (an exercise rule of the course)"
         )
         docstring = found.body[:1] if ast.get_docstring(found) else []
-        found.body = docstring + ast.parse(f"raise RuntimeError({message!r})").body
+        found.body = docstring + parse(f"raise RuntimeError({message!r})").body
     return ast.unparse(tree)
 
 
