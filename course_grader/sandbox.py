@@ -51,6 +51,9 @@ INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
 NOBODY = 65534
+# The system's folders every sandbox sees read-only (a Python installed there, its standard
+# library included, is seen through them).
+SYSTEM_FOLDERS = [Path("/usr"), *(Path("/") / name for name in ("bin", "sbin", "lib", "lib32", "lib64"))]
 FIRST_SLOT_UID = 61000  # unprivileged host users for the grading slots, when there are no cgroups
 
 
@@ -350,8 +353,7 @@ class Sandbox:
         assert self.bwrap is not None
         cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
         cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]
-        for name in ("bin", "sbin", "lib", "lib32", "lib64"):
-            path = Path("/") / name
+        for path in SYSTEM_FOLDERS[1:]:
             if path.is_symlink():
                 cmd += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
@@ -369,8 +371,9 @@ class Sandbox:
             cmd += ["--ro-bind", str(root), str(root)]
         for folder in self.masked:  # other Pythons: an empty, read-only folder
             cmd += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
+        shown = [*self.roots, *SYSTEM_FOLDERS]
         for stub, package in self.hidden:  # after the environment: mounted over its packages
-            seen = any(package.is_relative_to(root) for root in self.roots)
+            seen = any(package.is_relative_to(root) for root in shown)
             if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
