@@ -182,6 +182,12 @@ PROGRAM_WORDS = [
     "batching rule",
     "linear program",
     "cotangent",
+    "JVP rule",
+    "partial evaluation",
+    "staging",
+    "abstract interpretation",
+    "pytree",
+    "loop primitive",
 ]
 
 
