@@ -1,10 +1,10 @@
-"""Typical mistakes in ps12 (tracing, dead code and batching), for ``tests/assignments/test_assignments.py``.
+"""Typical mistakes in ps12 (tracing, dead code, a jit, transposition), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
-test cells must then score zero and what their failing assert must tell the student. Part 2
-traces with the student's Tracer, so its hidden test runs the reference tracer where part 1
-failed (``# grader: reference tracer_ops``); parts 3 and 4 build their own programs and
-arrays: every mistake costs exactly its own part.
+test cells must then score zero and what their failing assert must tell the student. Parts 2
+and 4 trace with the student's Tracer and part 4 with their make_program, so their hidden tests
+run the references where those parts failed (``# grader: reference tracer_ops make_program``);
+parts 3 and 5 build their own programs: every mistake costs exactly its own part.
 """
 
 # A correct part 1, written as a student would; the tracer mistakes below each change one line of it.
@@ -58,6 +58,98 @@ def tracer_ops(*changes: tuple[str, str]) -> str:
         assert old in source, old
         source = source.replace(old, new)
     return source
+
+
+# Correct parts 4 and 5, written as a student would; the mistakes below each change one line.
+COMPILE_PROGRAM = '''def compile_program(program):
+    """The program as NumPy source, and the function it defines."""
+    names, namespace = {}, {"np": np}
+    for v in program.inputs:
+        names[id(v)] = f"x{len(names)}"
+
+    def name(a):
+        if isinstance(a, np.ndarray):
+            constant = f"c{len(names)}"
+            names[id(a)] = constant
+            namespace[constant] = a
+        return names[id(a)]
+
+    calls = {"add": "np.add", "mul": "np.multiply", "neg": "np.negative", "exp": "np.exp", "sin": "np.sin"}
+    source = "def compiled(" + ", ".join(name(v) for v in program.inputs) + "):\\n"
+    for e in program.equations:
+        args = [name(a) for a in e.args]
+        names[id(e.out)] = f"x{len(names)}"
+        if e.op == "sum":
+            call = f"np.sum({args[0]}, axis={e.params[0]!r}, keepdims={e.params[1]!r})"
+        else:
+            call = calls[e.op] + "(" + ", ".join(args) + ")"
+        source += f"    {names[id(e.out)]} = {call}\\n"
+    source += "    return (" + "".join(name(o) + ", " for o in program.outputs) + ")\\n"
+    exec(source, namespace)
+    return namespace["compiled"], source
+'''
+
+JIT = '''def jit(f):
+    """f compiled once per tuple of shapes."""
+    cache = {}
+
+    def jitted(*args):
+        shapes = tuple(np.shape(a) for a in args)
+        if shapes not in cache:
+            cache[shapes], _ = compile_program(make_program(f, *args))
+        return cache[shapes](*args)
+
+    return jitted
+'''
+
+TRANSPOSE = '''def transpose(linear):
+    """Cotangents of the outputs -> cotangents of the inputs."""
+    trace = Trace()
+    cotangents = {}
+
+    def give(var, ct):
+        if id(var) in cotangents:
+            ct = trace.record("add", [cotangents[id(var)], ct], (), var.shape).var
+        cotangents[id(var)] = ct
+
+    def summed_down(ct, shape):
+        lead = len(ct.shape) - len(shape)
+        axes = list(range(lead)) + [lead + k for k, n in enumerate(shape) if n == 1 and ct.shape[lead + k] > 1]
+        if axes:
+            kept = tuple(1 if k in axes else n for k, n in enumerate(ct.shape))
+            ct = trace.record("sum", [ct], (tuple(axes), True), kept).var
+            ct = trace.record("reshape", [ct], (shape,), shape).var
+        return ct
+
+    for o in linear.outputs:
+        give(o, trace.new_input(o.shape).var)
+    for e in linear.equations[::-1]:
+        if id(e.out) not in cotangents:
+            continue
+        ct = cotangents.pop(id(e.out))
+        if e.op == "add":
+            for a in e.args:
+                give(a, summed_down(ct, a.shape))
+        elif e.op == "neg":
+            give(e.args[0], trace.record("neg", [ct], (), ct.shape).var)
+        elif e.op == "mul":
+            x, c = (e.args[0], e.args[1]) if isinstance(e.args[0], Var) else (e.args[1], e.args[0])
+            give(x, summed_down(trace.record("mul", [ct, c], (), e.out.shape).var, x.shape))
+        elif e.op == "sum":
+            x = e.args[0]
+            axis, keepdims = e.params
+            axes = range(len(x.shape)) if axis is None else np.atleast_1d(axis) % len(x.shape)
+            kept = tuple(1 if k in axes else n for k, n in enumerate(x.shape))
+            if not keepdims:
+                ct = trace.record("reshape", [ct], (kept,), kept).var
+            give(x, trace.record("broadcast_to", [ct], (x.shape,), x.shape).var)
+        elif isinstance(e.args[0], Var):
+            give(e.args[0], trace.record("matmul", [ct, e.args[1].T], (), e.args[0].shape).var)
+        else:
+            give(e.args[1], trace.record("matmul", [e.args[0].T, ct], (), e.args[1].shape).var)
+    outputs = [cotangents[id(v)] if id(v) in cotangents else np.zeros(v.shape) for v in linear.inputs]
+    return Program(trace.inputs, trace.equations, outputs)
+'''
 
 
 MISTAKES = {
@@ -160,45 +252,47 @@ def as_tracer(x, trace):
         "fails": {"test_eliminate_dead_code"},
         "message": "the result must keep the inputs, all of them",
     },
-    "batch_axis_not_moved": {
-        # The example's params used as they are: axis 0 is then the batch axis.
+    "constants_rounded_in_the_source": {
+        # Constants written into the source as NumPy prints them: repr rounds to 8 digits, so 1/3
+        # computes other numbers than evaluate's.
         "replace": {
-            "batch_sum": '''def batch_sum(x, axis, keepdims):
-    """The sums of the examples."""
-    return np.sum(x, axis=axis, keepdims=keepdims)
-''',
+            "compile_program": COMPILE_PROGRAM.replace('constant = f"c{len(names)}"', "constant = 'np.' + repr(a)")
         },
-        "fails": {"test_batch_sum"},
-        "message": "an example's axis k is x's axis k + 1",
+        "fails": {"test_jit"},
+        "message": "not as its digits in the source",
     },
-    "batch_negative_axis_moved": {
-        # Every axis moved by one, negative ones too: -1 becomes 0, the batch axis.
-        "replace": {
-            "batch_sum": '''def batch_sum(x, axis, keepdims):
-    """The sums of the examples."""
-    if axis is None:
-        axis = tuple(range(1, x.ndim))
-    elif isinstance(axis, tuple):
-        axis = tuple(a + 1 for a in axis)
-    else:
-        axis = axis + 1
-    return np.sum(x, axis=axis, keepdims=keepdims)
-''',
-        },
-        "fails": {"test_batch_sum"},
-        "message": "A negative axis counts from the end",
+    "jit_traces_every_call": {
+        # A cache that is never read: every call traces and compiles again.
+        "replace": {"jit": JIT.replace("if shapes not in cache:", "if True:")},
+        "fails": {"test_jit"},
+        "message": "must not trace again",
     },
-    "batch_none_sums_the_batch": {
-        # axis=None passed on: one total for the whole batch instead of one per example.
+    "jit_one_program_for_every_shape": {
+        # The first program serves every later call, whatever its shapes (NumPy broadcasts it).
+        "replace": {"jit": JIT.replace("shapes = tuple(np.shape(a) for a in args)", "shapes = len(args)")},
+        "fails": {"test_jit"},
+        "message": "a call with new shapes traces again",
+    },
+    "transpose_replaces_shares": {
+        # A value used twice keeps only the last share of its cotangent.
+        "replace": {"transpose": TRANSPOSE.replace("if id(var) in cotangents:", "if False:")},
+        "fails": {"test_transpose"},
+        "message": "add them, never replace one",
+    },
+    "transpose_add_not_summed_down": {
+        # add hands ct to both arguments as it is, also to one it broadcast.
+        "replace": {"transpose": TRANSPOSE.replace("give(a, summed_down(ct, a.shape))", "give(a, ct)")},
+        "fails": {"test_transpose"},
+        "message": "summed over the axes it was broadcast along",
+    },
+    "transpose_matmul_constant_not_transposed": {
+        # C instead of C.T: right shapes for a square C, wrong numbers.
         "replace": {
-            "batch_sum": '''def batch_sum(x, axis, keepdims):
-    """The sums of the examples."""
-    if axis is not None:
-        axis = tuple(a % (x.ndim - 1) + 1 for a in (axis if isinstance(axis, tuple) else (axis,)))
-    return np.sum(x, axis=axis, keepdims=keepdims)
-''',
+            "transpose": TRANSPOSE.replace("[e.args[0].T, ct]", "[e.args[0], ct]").replace(
+                "[ct, e.args[1].T]", "[ct, e.args[1]]"
+            )
         },
-        "fails": {"test_batch_sum"},
-        "message": "axis=None sums every axis of one example",
+        "fails": {"test_transpose"},
+        "message": "x gets matmul(C.T, ct)",
     },
 }
