@@ -51,7 +51,7 @@ class MemoryMeter:
         """The runner: the oldest process of the sandbox that is not bubblewrap's own (a process
         the student's code starts is younger), found once and then checked to be the same."""
         if self.pid is None:
-            found = sorted((_start_time(pid), pid) for pid in _tree(self.root) if not _is_bwrap(pid) and _start_time(pid))
+            found = sorted((_start_time(p), p) for p in _tree(self.root) if not _is_bwrap(p) and _start_time(p))
             if not found:
                 raise MeterError("the student's process is not running")
             self.started, self.pid = found[0]

@@ -125,7 +125,8 @@ def convert(value: Any, to: str) -> Any:
     if to == "index":
         return operator.index(value)
     plain: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": bool, "complex": complex}
-    return {**plain, "str": str, "repr": repr}[to](value)
+    plain.update(str=str, repr=repr)
+    return plain[to](value)
 
 
 def clip(text: str, limit: int = 4000) -> str:
