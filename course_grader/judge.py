@@ -41,7 +41,7 @@ from typing import Any
 
 from course_grader import stand_ins
 from course_grader.handin import JudgeJob, PartJob
-from course_grader.meter import MemoryMeter
+from course_grader.meter import MemoryMeter, MeterError
 from course_grader.protocol import (
     CELL_END,
     CELL_START,
@@ -246,6 +246,12 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         return verdict
     except (ChannelClosed, ProtocolError):
         raise
+    except MeterError as error:
+        if Path("/proc/self/clear_refs").exists():  # the process ended, or hid its memory: its part fails
+            verdict.error, verdict.message = "MeterError", str(error)
+        else:  # this system cannot measure a process (no /proc): for a human
+            verdict.machinery = f"the grader could not measure the student's process ({error})"
+        return verdict
     except BaseException as error:  # noqa: BLE001 - any failure of a test is its verdict
         if DEBUG:
             traceback.print_exc()
