@@ -14,6 +14,10 @@ stay here and are called back; the student's code may call them and read their r
 read public attributes of the objects the test passed (a graph to sort), but never change
 them.
 
+What a test measures of the student's code the judge measures itself: the memory of the
+student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
+by serving them (:func:`calls_to`), never a counter the student's process keeps.
+
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
 objects: the student's process is asked to use them but never receives their code.
