@@ -14,6 +14,10 @@ stay here and are called back; the student's code may call them and read their r
 read public attributes of the objects the test passed (a graph to sort), but never change
 them.
 
+What a test measures of the student's code the judge measures itself: the memory of the
+student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
+by serving them (:func:`calls_to`), never a counter the student's process keeps.
+
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
 objects: the student's process is asked to use them but never receives their code.
@@ -41,6 +45,7 @@ from typing import Any
 
 from course_grader import stand_ins
 from course_grader.handin import JudgeJob, PartJob
+from course_grader.meter import MemoryMeter, MeterError
 from course_grader.protocol import (
     CELL_END,
     CELL_START,
@@ -59,6 +64,7 @@ from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, gr
 HIDDEN_MESSAGE = "raised during the hidden tests (their messages are not shown: they may hold the hidden inputs)"
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
+METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
 
 
 class CellTimeout(BaseException):
@@ -111,8 +117,10 @@ def raised_in_test(error: BaseException) -> bool:
 
 def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: float) -> Verdict:
     """Start the student's process for one part, wait for its cells, run the test here."""
+    global METER
     verdict = Verdict()
     run = sandbox.start(scratch)
+    METER = MemoryMeter(run.process.pid)
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None
@@ -214,7 +222,7 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
             namespace[name] = _where_the_objects_are(name, value)
-    namespace["student_side"] = student_side
+    namespace.update(student_side=student_side, peak_memory=peak_memory, calls_to=calls_to)
     try:
         with time_limit(cell_timeout):
             verdict.phase = "references"
@@ -242,6 +250,12 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         return verdict
     except (ChannelClosed, ProtocolError):
         raise
+    except MeterError as error:
+        if Path("/proc/self/clear_refs").exists():  # the process ended, or hid its memory: its part fails
+            verdict.error, verdict.message = "MeterError", str(error)
+        else:  # this system cannot measure a process (no /proc): for a human
+            verdict.machinery = f"the grader could not measure the student's process ({error})"
+        return verdict
     except BaseException as error:  # noqa: BLE001 - any failure of a test is its verdict
         if DEBUG:
             traceback.print_exc()
@@ -290,10 +304,48 @@ def student_side(function: Any, *args: Any, **kwargs: Any) -> Any:
     (or class) of that name, in the student's process. In a notebook the set-up cell defines
     this as a plain call; the judge uses it for objects the student's code must own (a model
     it trains) or build fast (a graph 100,000 nodes deep)."""
-    name = getattr(function, "__name__", None)
+    return _on_their_side(function)(*args, **kwargs)
+
+
+def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """``function(*args, **kwargs)`` where the student's code runs (a function of theirs, or the
+    set-up cells' function of that name), and the most memory the student's process held during
+    the call beyond what it held as the call began, in bytes: its resident set's high-water
+    mark, which the judge resets and reads from outside the sandbox (:mod:`course_grader.meter`).
+    The notebook's own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
+    target = function if type(function) is Remote else _on_their_side(function)
+    stand_ins.CHANNEL.request("settle")
+    baseline = METER.reset()
+    result = target(*args, **kwargs)
+    return result, max(0, METER.peak() - baseline)
+
+
+@contextlib.contextmanager
+def calls_to(name: str):
+    """While it lasts, the student's code calling the notebook's function ``name`` calls the
+    judge, which records the call's arguments in the list it gives and runs the set-up cells'
+    ``name`` on them where the student's code runs: the judge counts the calls itself (ps11's
+    backward sweeps). The notebook's own ``calls_to`` rebinds the name in Jupyter."""
+    calls: list[tuple] = []
+    original = _on_their_side(name)
+
+    def recorded(*args: Any) -> Any:
+        calls.append(args)
+        return original(*args)
+
+    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded))
+    try:
+        yield calls
+    finally:
+        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
+
+
+def _on_their_side(function: Any) -> Any:
+    """The set-up cells' function (given, or named) as the student's process has it."""
+    name = function if isinstance(function, str) else getattr(function, "__name__", None)
     if not isinstance(name, str):
-        raise TypeError("student_side needs a function or class of the notebook")
-    return stand_ins.CHANNEL.request("setup", name=name)(*args, **kwargs)
+        raise TypeError("expected a function of the notebook's set-up cells or of the student's")
+    return stand_ins.CHANNEL.request("setup", name=name)
 
 
 _MISSING = object()

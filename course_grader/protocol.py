@@ -38,7 +38,8 @@ import numpy as np
 # allowed): setup (what the set-up cells bound to a name), setglobal (bind a notebook name: the
 # judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
 # judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
-# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance.
+# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance; settle (collect the
+# garbage and free what the allocator holds, before the judge measures a call's memory).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
@@ -106,13 +107,11 @@ BUILTIN_ERRORS: dict[str, type[BaseException]] = {
 def rebuild_error(kind: str, message: str) -> Exception:
     """The other side's exception, as a builtin exception of the same type where there is one."""
     cls = BUILTIN_ERRORS.get(kind)
-    if cls is not None and cls not in (KeyError,):
+    if cls is not None:
         try:
             return cls(message)  # type: ignore[return-value]
         except TypeError:  # exception types with special constructors
             pass
-    if cls is KeyError:
-        return KeyError(message)
     return RemoteError(kind, message)
 
 
@@ -125,14 +124,8 @@ def convert(value: Any, to: str) -> Any:
         return np.array(array)
     if to == "index":
         return operator.index(value)
-    plain: dict[str, Callable[[Any], Any]] = {
-        "float": float,
-        "int": int,
-        "bool": bool,
-        "complex": complex,
-        "str": str,
-        "repr": repr,
-    }
+    plain: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": bool, "complex": complex}
+    plain.update(str=str, repr=repr)
     return plain[to](value)
 
 

@@ -9,7 +9,8 @@ Every hand-in is honest except where it attacks, so a fair human grader's score 
 points minus the parts the attack stands in for". An attack that gains even one point fails
 its test. The whole class (ps01, with ps03, ps04 and ps11 where an attack needs their helpers)
 is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tests make many
-round trips to the student's process, with 20 s per test instead of 5).
+round trips to the student's process, with 20 s per test instead of 5). ps13's attack is graded
+on its own, one part only (a whole ps13 hand-in takes half a minute).
 
 Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
 rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
@@ -34,10 +35,13 @@ import pytest
 from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, nbgrader
 
 from course_grader.grading import ClassGrader
+from course_grader.handin import grade_hand_in
 from course_grader.parts import secret_lines
-from course_grader.sandbox import Limits
+from course_grader.rules import read_rules
+from course_grader.sandbox import Limits, Sandbox
 
 PS01, PS03, PS04, PS11 = "ps01_finite_differences", "ps03_reverse_mode", "ps04_topological_sort", "ps11_cheap_gradient"
+PS13 = "ps13_capstone"
 SLOW = (PS03, PS04, PS11)  # their tests make many round trips: graded with a longer time limit
 TOKEN = secrets.token_hex(8)  # a canary in the grader's environment
 
@@ -360,8 +364,16 @@ COUNTING = (
     "    start = _done[0]\n    result = fn(*args)\n    n = _done[0] - start\n"
     "    return result, (1 if getattr(fn, '__name__', '') == 'gradient_by_reverse_mode' else n)\n"
 )
+# one recording, then the sweep repeated (the mistake part 3 is about), with count_ops's counter
+# put back: the cost is counted from the calls of f and backward the judge serves, not from _done
+SWEEPS_HIDDEN = (
+    "def gradient_by_reverse_mode(f, x):\n    entry = _done[0]\n    leaves = [Var(Num(v)) for v in x]\n"
+    "    out = f(leaves)\n    for _ in range(max(len(x), 8)):\n        backward(out)\n"
+    "    _done[0] = entry + 1\n    return [leaf.grad.value for leaf in leaves]\n"
+)
 PS11_ATTACKS = {
     "ps11_resets_counter": FORWARD_AS_REVERSE + "    _done[0] = start + 1\n    return gradient\n",
+    "ps11_sweeps_hidden": SWEEPS_HIDDEN,
     "ps11_count_ops_in_place": FORWARD_AS_REVERSE
     + "    return gradient\n\n\ndef _counting(fn, *args):\n"
     + COUNTING
@@ -668,6 +680,41 @@ def test_captured_references_gain_nothing(verdicts, student):
 @pytest.mark.parametrize("student", [*sorted(PS11_ATTACKS), "ps03_close_shadow", "ps04_recursion_unlimited"])
 def test_shadowed_test_helpers_gain_nothing(verdicts, student):
     fair_check(verdicts, [student])
+
+
+# ps13 (4): part 14 measured memory with Value.peak, a class attribute of the student's own: a
+# hand-in that records the whole flight and then sets Value.peak = Value.alive scored 3/3. The
+# judge measures the memory of the student's process from outside; part 14 is graded alone.
+PS13_FORGED_PEAK = """
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    V, T, K = Value(v), Value(theta), Value(k)
+    h = hoop_height(V, T, K, dt)
+    h.backward()
+    height, gradient = h.data, [V.grad, T.grad, K.grad]
+    del h, V, T, K
+    state, checkpoints, n = launch(v, theta), [], 0
+    while not reaches_hoop(state, k, dt):
+        if n % every == 0:
+            checkpoints.append(tuple(float(s) for s in state))
+        state = heun_step(state, k, dt)
+        n += 1
+    gc.collect()
+    Value.peak = Value.alive
+    return height, gradient, checkpoints
+"""
+
+
+def test_ps13_memory_is_measured_outside_the_students_process():
+    name = f"{PS13}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / PS13 / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / PS13 / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS13))
+    hand_in = fill_in(release, source, {"checkpointed_gradient": PS13_FORGED_PEAK})
+    (result,) = grade_hand_in(
+        source, hand_in, ROOT / "exercises" / PS13, sandbox, 30, name, {"test_checkpointed_gradient"}
+    )
+    assert result.points == 0, "a forged Value.peak must not pass the checkpointing test"
+    assert "MB at once" in result.message, result.message
 
 
 def test_builtins_defined_by_the_student_gain_nothing(verdicts):

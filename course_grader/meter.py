@@ -1,0 +1,97 @@
+"""What the judge measures of the student's process from outside the sandbox.
+
+A test may ask how much memory the student's code needed (ps13's checkpointing). Nothing the
+student's process reports about itself counts for that (a class attribute, a counter), so the
+judge reads the kernel's account of the runner process instead: ``/proc/<pid>/status``, where
+``VmHWM`` is the most resident memory the process has held. Writing ``5`` to
+``/proc/<pid>/clear_refs`` resets that high-water mark to the memory the process holds now
+(Linux 4.0 and later), so one call's peak is its high-water mark, reset just before the call
+and read just after, less the memory held when it began. The judge may do both: the runner runs
+as the grader's user in its own user namespace (or, as root, as a slot's user).
+
+The kernel counts pages, not objects: memory the process freed earlier but kept (Python's
+allocator keeps partly used arenas) is used again without raising the mark, so a call
+measured after a larger one may read lower than it needs; it never reads higher than the
+memory it made the process hold, give or take a few pages of the grader's own messages.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class MeterError(RuntimeError):
+    """The student's process cannot be measured (it ended, or this system has no /proc)."""
+
+
+class MemoryMeter:
+    """The resident memory of the runner started as (or under) the process ``root``."""
+
+    def __init__(self, root: int):
+        self.root = root
+        self.pid: int | None = None
+        self.started = 0  # the runner's start time (/proc/<pid>/stat): a later process never matches
+
+    def reset(self) -> int:
+        """Reset the runner's high-water mark; the bytes it holds now."""
+        pid = self._runner()
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        except OSError as error:
+            raise MeterError(f"cannot reset the memory mark of the student's process ({error})") from None
+        return self._status("VmRSS")
+
+    def peak(self) -> int:
+        """The most bytes the runner has held since the last :meth:`reset`."""
+        self._runner()
+        return self._status("VmHWM")
+
+    def _runner(self) -> int:
+        """The runner: the oldest process of the sandbox that is not bubblewrap's own (a process
+        the student's code starts is younger), found once and then checked to be the same."""
+        if self.pid is None:
+            found = sorted((_start_time(p), p) for p in _tree(self.root) if not _is_bwrap(p) and _start_time(p))
+            if not found:
+                raise MeterError("the student's process is not running")
+            self.started, self.pid = found[0]
+        if _start_time(self.pid) != self.started:
+            raise MeterError("the student's process ended")
+        return self.pid
+
+    def _status(self, field: str) -> int:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        raise MeterError(f"cannot read {field} of the student's process")
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (from the kernel's lists of each thread's children)."""
+    found, k = [root], 0
+    while k < len(found):
+        try:
+            for task in os.listdir(f"/proc/{found[k]}/task"):
+                found += [int(c) for c in Path(f"/proc/{found[k]}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+        k += 1
+    return found
+
+
+def _start_time(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (0: no such process)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])  # field 22
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _is_bwrap(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bwrap")
+    except OSError:
+        return True
