@@ -210,8 +210,8 @@ release: instructor-only setup
 	       [ -n "$$(git status --porcelain --untracked-files=all -- "exercises/$$a")" ]; }; then \
 	    mkdir -p "backups/$$stamp" && cp -r "exercises/$$a" "backups/$$stamp/" && \
 	    echo "    exercises/$$a had changes git has not committed: a copy is in backups/$$stamp/$$a/"; \
-	  fi; \
-	  $(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+	  fi; done; \
+	$(BIN)/nbgrader generate_assignment '*' --force --log-level=WARN
 
 # The class list, from the LMS's CSV export, into the gradebook before any grading:
 #   make roster ROSTER=students.csv [DB_URL=...]

@@ -87,6 +87,7 @@ class ClassGrader:
         self.sandbox = Sandbox(self.limits, unsafe=unsafe)  # checks bubblewrap is there
         self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.results: dict[tuple[str, str], list[PartResult]] = {}
+        self.memo: Path | None = None  # the verdicts of the grading run under way
 
     def release_notebook(self, assignment: str):
         import nbformat
@@ -220,7 +221,11 @@ class ClassGrader:
         self.slots = queue.SimpleQueue()
         for slot in range(max(1, jobs)):
             self.slots.put(slot)
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        with (
+            tempfile.TemporaryDirectory(prefix="course-grader-verdicts-") as memo,
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
+        ):
+            self.memo = Path(memo)
             for k, (out, hand_in, results) in enumerate(pool.map(self._run_hand_in, todo), 1):
                 if bar is not None:
                     bar.update(1)
@@ -272,7 +277,7 @@ class ClassGrader:
             hand_in = nbformat.read(self.course / "submitted" / out.student / out.assignment / name, as_version=4)
             start = time.monotonic()
             results = grade_hand_in(
-                source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name
+                source, hand_in, self.course / "exercises" / out.assignment, sandbox, self.timeout, name, memo=self.memo
             )
             out.seconds = time.monotonic() - start
         except GradingFailed as error:

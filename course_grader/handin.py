@@ -51,6 +51,7 @@ class JudgeJob(TypedDict):
     scratch: str  # a folder for the parts' working folders
     names: list[str]  # what the solution's answer cells bind: all a test takes from the student
     classes: list[str]  # the notebook's classes, whose arithmetic tests may use
+    memo: str  # the grading run's folder of verdicts to reuse, or ""
 
 
 @dataclass
@@ -72,7 +73,13 @@ GRADER_ROOT = Path(__file__).resolve().parent.parent
 
 
 def judge_job(
-    source_nb, part_list: list[Part], sandbox: Sandbox, cell_timeout: float, files: Path, scratch: Path
+    source_nb,
+    part_list: list[Part],
+    sandbox: Sandbox,
+    cell_timeout: float,
+    files: Path,
+    scratch: Path,
+    memo: Path | None = None,
 ) -> JudgeJob:
     return {
         "names": sorted(answer_names(source_nb)),
@@ -97,6 +104,7 @@ def judge_job(
         "cell_timeout": cell_timeout,
         "files": str(files),
         "scratch": str(scratch),
+        "memo": str(memo) if memo else "",
     }
 
 
@@ -108,8 +116,11 @@ def grade_hand_in(
     cell_timeout: float,
     notebook_name: str,
     only: set[str] | None = None,
+    memo: Path | None = None,
 ) -> list[PartResult]:
-    """Every part of ``source_nb`` (or the ``only`` grade ids) graded on the answers of ``hand_in``."""
+    """Every part of ``source_nb`` (or the ``only`` grade ids) graded on the answers of ``hand_in``;
+    ``memo``, a folder of one grading run, lends the verdicts of parts already judged there
+    (:mod:`course_grader.verdict_memo`)."""
     import nbformat
 
     part_list = [p for p in parts(source_nb, hand_in) if only is None or p.grade_id in only]
@@ -123,7 +134,7 @@ def grade_hand_in(
         scratch = Path(work) / "parts"
         scratch.mkdir()
         os.chmod(work, 0o755)
-        job = judge_job(source_nb, part_list, sandbox, cell_timeout, files, scratch)
+        job = judge_job(source_nb, part_list, sandbox, cell_timeout, files, scratch, memo)
         # The judge's whole budget: every part's cells and test, with room to start processes.
         budget = sum(cell_timeout * (len(p.cells) + 6) + 30 for p in part_list) + 60
         with tempfile.TemporaryFile() as errors:

@@ -60,6 +60,7 @@ from course_grader.protocol import (
 from course_grader.rules import Rules
 from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
+from course_grader.verdict_memo import VerdictMemo
 
 HIDDEN_MESSAGE = "raised during the hidden tests (their messages are not shown: they may hold the hidden inputs)"
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
@@ -362,6 +363,7 @@ def main() -> None:
     results = []
     skipped: dict[str, str] = {}
     failed_answers: set[str] = set()  # answer cells some part that tests them failed on
+    memo = VerdictMemo(job["memo"], job) if job.get("memo") else None
     for part in job["parts"]:
         # A reference replaces the student's answer only where that answer failed its own test:
         # the student's code, which passed, is graded as it is (and runs at full speed).
@@ -378,7 +380,13 @@ def main() -> None:
             if source.is_file():
                 (scratch / name).write_bytes(source.read_bytes())
         started = time.perf_counter()
-        verdict = judge_part(part, sandbox, scratch, float(job["cell_timeout"]))
+        key = memo.key(part) if memo else ""
+        if memo and (known := memo.get(key)):
+            verdict = Verdict(**known)
+        else:
+            verdict = judge_part(part, sandbox, scratch, float(job["cell_timeout"]))
+            if memo:
+                memo.put(key, asdict(verdict))
         if DEBUG:
             sys.stderr.write(
                 f"{part['grade_id']}: {time.perf_counter() - started:.2f} s, "

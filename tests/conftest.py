@@ -32,8 +32,42 @@ def site(tmp_path_factory) -> Path:
 PIPELINE_MODULES = ("tests/assignments/test_assignments.py",)
 
 
+# Scopes that take minutes, longest first (measured with --durations). xdist hands out scopes
+# with the most tests first, which leaves these few-test scopes to the end, where one worker
+# runs the last of them while the other waits; started first, the short ones fill the gaps.
+LONG_SCOPES = (
+    "tests/assignments/test_assignments.py[ps13_capstone]",
+    "tests/assignments/test_assignments.py[ps10_pytorch_comparison]",
+    "tests/site/test_release.py",
+    "tests/book/test_colab_path.py",
+    "tests/assignments/test_hub.py",
+    "tests/assignments/test_hostile_verdicts.py",
+    "tests/assignments/test_hostile_class.py",
+    "tests/site/test_accessibility.py",
+    "tests/assignments/test_grading_postgres.py",
+    "tests/assignments/test_grading.py",
+    "tests/assignments/test_classmates_safe.py",
+)
+
+
 class AssignmentScopes(LoadScopeScheduling):
-    """loadscope, with the pipeline module split into one scope per assignment."""
+    """loadscope, with the pipeline module split into one scope per assignment, and the long
+    scopes (``LONG_SCOPES``, then the rest of the pipeline) handed out first."""
+
+    ordered = False
+
+    def _assign_work_unit(self, node) -> None:
+        if not self.ordered:
+            self.ordered = True
+            rank = {scope: k for k, scope in enumerate(LONG_SCOPES)}
+
+            def first(scope: str) -> int:
+                return rank.get(scope, len(rank) + (0 if scope.startswith(PIPELINE_MODULES) else 1))
+
+            ordered = sorted(self.workqueue.items(), key=lambda item: first(item[0]))  # stable
+            self.workqueue.clear()
+            self.workqueue.update(ordered)
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]

@@ -60,7 +60,9 @@ class GradedCourse:
             nbformat.write(nb, folder / name)
 
         self.grader = ClassGrader(self.root, timeout=GRADING_TIMEOUT, log=lambda *a: None)
-        self.grader.grade(self.grader.collect(self.root / "submissions"))
+        # Two hand-ins at a time, as `make autograde` runs on two cores: the endless loop's
+        # time-out waits beside the other hand-ins' work.
+        self.grader.grade(self.grader.collect(self.root / "submissions"), jobs=2)
 
     def scores(self, student: str) -> tuple[float, float, dict[str, float]]:
         from nbgrader.api import Gradebook

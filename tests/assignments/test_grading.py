@@ -85,7 +85,7 @@ def graded_class(tmp_path_factory):
 
     grader = ClassGrader(course, timeout=10, log=lambda *a: None)
     outcomes = {o.student: o for o in grader.collect(inbox)}
-    grader.grade(list(outcomes.values()))
+    grader.grade(list(outcomes.values()), jobs=2)
     grader.export(outcomes=list(outcomes.values()))
     return course, grader, outcomes, solved
 

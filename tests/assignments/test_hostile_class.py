@@ -274,7 +274,7 @@ def hostile(tmp_path_factory):
             limits=Limits(wall_seconds=20, cpu_seconds=20, memory_bytes=2 * 1024**3),
         )
         outcomes = {o.student: o for o in grader.collect(course / "submissions")}
-        grader.grade(list(outcomes.values()))
+        grader.grade(list(outcomes.values()), jobs=2)
         grader.export(outcomes=list(outcomes.values()))
     finally:
         del os.environ["GRADER_CANARY"]

@@ -150,7 +150,10 @@ def run_like_colab(colab: Colab, nb: nbformat.NotebookNode, name: str, tmp_path:
     nbformat.write(nb, content / name)
     km = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(colab.kernels)]))
     client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(content)}})
-    client.execute(env=colab.env)  # raises CellExecutionError, with the traceback, if a cell fails
+    try:
+        client.execute(env=colab.env)  # raises CellExecutionError, with the traceback, if a cell fails
+    finally:
+        km.shutdown_kernel(now=True)  # nbclient leaves a kernel it was handed running
 
     where = colab.run("-c", "import course_lib; print(course_lib.__file__)", cwd=tmp_path)
     assert where.returncode == 0, f"the set-up cell did not install course_lib:\n{where.stderr}"
