@@ -37,6 +37,7 @@ from pathlib import Path
 
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
+from course_grader.gradebook import record_points, write_grades
 from course_grader.handin import GradingFailed, PartResult, grade_hand_in
 from course_grader.intake import (
     MAX_NOTEBOOK_BYTES,
@@ -308,29 +309,7 @@ class ClassGrader:
         return self.course / "feedback" / out.student / out.assignment / f"{out.assignment}.html"
 
     def _record(self, out: Outcome, results: list[PartResult]) -> None:
-        """Write the points into nbgrader's gradebook (the grader's own process, never the sandbox)."""
-        import warnings
-
-        from nbgrader.api import Gradebook, MissingEntry
-        from sqlalchemy.exc import SAWarning
-
-        with Gradebook(self.db_url) as gb, warnings.catch_warnings():
-            # nbgrader's add_submission builds its rows before adding them to the session (as
-            # its own autograde does); SQLAlchemy's autoflush notes that, harmlessly.
-            warnings.simplefilter("ignore", SAWarning)
-            gb.update_or_create_student(out.student)
-            try:
-                gb.remove_submission(out.assignment, out.student)
-            except MissingEntry:
-                pass
-            submission = gb.add_submission(out.assignment, out.student)
-            points = {r.grade_id: r.points for r in results}
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    if grade.name in points:
-                        grade.auto_score = points[grade.name]
-                        grade.needs_manual_grade = False
-            gb.db.commit()
+        record_points(self.db_url, out.student, out.assignment, {r.grade_id: r.points for r in results})
 
     def _write_feedback(self, out: Outcome, hand_in, results: list[PartResult]) -> None:
         """The HTML feedback, and the hand-in with each test cell's result as its output."""
@@ -380,72 +359,13 @@ class ClassGrader:
 
     # 3. export ---------------------------------------------------------------------------
     def export(self, filename: str = "grades.csv", outcomes: Sequence[Outcome] = ()) -> Path:
-        """The grade table: nbgrader's columns (read from the gradebook), the course_lib version
-        the grading compared against and a status column (why a hand-in was not graded). Written
-        with the csv module, so no id or name can add a row or a column, and a cell that a
-        spreadsheet would run as a formula is quoted."""
-        import csv
-
-        from nbgrader.api import Gradebook, MissingEntry
-
-        from course_lib import __version__
-
+        """The grade table ``filename`` in the course (:func:`course_grader.gradebook.write_grades`)."""
         problems = {
             (o.assignment, o.student): f"{o.status}: {o.notes[0] if o.notes else ''}"
             for o in outcomes
             if o.status in PROBLEMS
         }
-        rows = []
-        with Gradebook(self.db_url) as gb:
-            for assignment in sorted(gb.assignments, key=lambda a: a.name):
-                for student in sorted(gb.students, key=lambda s: s.id):
-                    key = (assignment.name, student.id)
-                    try:
-                        sub = gb.find_submission(assignment.name, student.id)
-                        numbers = [sub.timestamp or "", sub.score, sub.late_submission_penalty]
-                        numbers += [sub.score - sub.late_submission_penalty, sub.max_score]
-                    except MissingEntry:
-                        numbers = ["", 0.0, 0.0, 0.0, assignment.max_score]
-                    graded = (self.course / "autograded" / student.id / assignment.name).is_dir()
-                    status = problems.pop(key, None) or ("graded" if graded else "no hand-in")
-                    rows.append(
-                        [
-                            assignment.name,
-                            assignment.duedate or "",
-                            numbers[0],
-                            student.id,
-                            student.last_name or "",
-                            student.first_name or "",
-                            student.email or "",
-                            *numbers[1:],
-                            __version__,
-                            status,
-                        ]
-                    )
-        for (assignment_name, student_id), status in sorted(problems.items()):
-            rows.append([assignment_name, "", "", student_id, "", "", "", 0.0, 0.0, 0.0, "", __version__, status])
-        path = self.course / filename
-        with path.open("w", newline="") as table:
-            writer = csv.writer(table)
-            writer.writerow(EXPORT_COLUMNS)
-            writer.writerows([_safe_cell(cell) for cell in row] for row in rows)
-        return path
-
-
-EXPORT_COLUMNS = [
-    "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-    "raw_score", "late_submission_penalty", "score", "max_score", "course_lib_version", "status",
-]  # fmt: skip
-
-
-def _safe_cell(cell: object) -> object:
-    """A number as plainly as it reads (10, 9.5); a text cell a spreadsheet would read as a
-    formula, made plain text."""
-    if isinstance(cell, float):
-        return f"{cell:g}"
-    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + cell
-    return cell
+        return write_grades(self.db_url, self.course, self.course / filename, problems)
 
 
 PROBLEMS = ("unreadable", "unknown-assignment", "failed", "kept-graded", "invalid-id", "too-large", "malformed")
