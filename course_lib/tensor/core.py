@@ -366,6 +366,15 @@ def constant(data: Any) -> Tensor:
     quick way to wrap results that are arrays already: ``jit`` does)."""
     if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
         data = np.asarray(data, dtype=np.float64)
+    out = wrap(data)
+    trace = _tracing.get()
+    if trace is not None:
+        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
+    return out
+
+
+def wrap(data: np.ndarray) -> Tensor:
+    """:func:`constant` without its checks: ``data`` must be a float64 array, and no trace running."""
     out = _new_tensor(Tensor)
     out._data = data
     out.grad = None
@@ -374,9 +383,6 @@ def constant(data: Any) -> Tensor:
     out._version = 0
     out._parents = out._params = ()
     out._op = ""
-    trace = _tracing.get()
-    if trace is not None:
-        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
     return out
 
 

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from course_lib.codegen import NUMPY
 from course_lib.datasets import load_iris
 from course_lib.functional import grad, value_and_grad
-from course_lib.jit import NUMPY, jit
+from course_lib.jit import jit
 from course_lib.nn import MLP, SGD, cross_entropy
 from course_lib.simulate import drag_shot_height
 from course_lib.tensor import OPS, Tensor, affine, no_grad, where
