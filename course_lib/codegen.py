@@ -42,8 +42,20 @@ UFUNCS = {
 """The ops that are one NumPy ufunc call: their result may be written into an argument's buffer."""
 
 
-def _ufunc(fn: str) -> Emit:
-    return lambda out, a, e, lit: [f"{out} = {fn}({', '.join(a)})"]
+OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+"""Ufuncs that NumPy's scalars compute alike as Python operators (the same IEEE operation), quicker."""
+
+
+def _ufunc(op: str, fn: str) -> Emit:
+    def emit(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
+        if e.out.shape == () and any(isinstance(x, Var) for x in e.args):  # NumPy scalars: an operator
+            if op == "neg":
+                return [f"{out} = -{a[0]}"]
+            if op in OPERATORS:
+                return [f"{out} = {a[0]} {OPERATORS[op]} {a[1]}"]
+        return [f"{out} = {fn}({', '.join(a)})"]
+
+    return emit
 
 
 def _reduce(ufunc: str) -> Emit:
@@ -135,7 +147,7 @@ def _put(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list
 
 
 NUMPY: dict[str, Emit] = {
-    **{op: _ufunc(fn) for op, fn in UFUNCS.items()},
+    **{op: _ufunc(op, fn) for op, fn in UFUNCS.items()},
     "matmul": lambda out, a, e, lit: [f"{out} = np.matmul({a[0]}, {a[1]})"],
     "affine": _affine,
     "sigmoid": _sigmoid,
@@ -193,22 +205,12 @@ def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[
         return repr(float(x)) if x.shape == () and math.isfinite(float(x)) else lit(x)
 
     lines = [f"def {name}({', '.join(v.name for v in program.inputs + program.constvars)}):"]
-    fused = _fused_puts(program)
-    reusable = _reusable(program, fused)
+    reusable = _reusable(program)
     for k, e in enumerate(program.equations):
         rule = NUMPY.get(e.op)
         if rule is None:
             raise NotImplementedError(f"op {e.op!r} has no NumPy rule: add one to course_lib.codegen.NUMPY")
-        kind, other = fused.get(k, ("", None))
-        if kind == "put":  # written into the product's buffer by the subtraction's line instead
-            continue
-        if kind == "sub":  # add the put's values into the negated product, in place
-            q, index = atom(e.args[1]), _index(other.params[0], [atom(a) for a in other.args[1:]], lit)
-            lines += [f"    {q}[{index}] += {atom(other.args[0])}", f"    {e.out.name} = {q}"]
-            continue
-        # in the product of a fused put, the constant < 0 is negated
-        args = [atom(-a if a is other else a) for a in e.args]
-        code = rule(e.out.name, args, e, lit)
+        code = rule(e.out.name, [atom(a) for a in e.args], e, lit)
         if k in reusable:  # write into a dying argument's buffer instead of allocating one
             code[-1] = f"{code[-1][:-1]}, out={reusable[k]})"
         lines += ["    " + line for line in code]
@@ -222,52 +224,16 @@ def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[
     return namespace[name], source
 
 
-def _fused_puts(program: Program) -> dict[int, tuple[str, Any]]:
-    """``r = put(v; index) - exp(x) * c`` with a constant ``c`` < 0 and positions all distinct
-    (cross_entropy's gradient through log_softmax), written in place: ``q = exp(x) * -c`` then
-    ``q[index] += v``, no zeros, no subtraction. Bit for bit the same: ``exp(x) * -c`` is
-    ``-(exp(x) * c)`` and never ``+0`` (``exp`` is ``>= +0``, ``-c`` is ``> 0``), so it equals
-    ``0 - exp(x) * c``, and ``-q + v`` is ``v - q``. Equation index -> ("put" | "mul", the
-    constant) or ("sub", the put's equation), for each such triple whose put and product are
-    used by the subtraction alone."""
-    made = {id(e.out): e for e in program.equations}
-    uses: dict[int, int] = {}
-    for a in [a for e in program.equations for a in e.args] + list(program.outputs):
-        uses[id(a)] = uses.get(id(a), 0) + 1
-    where = {id(e): k for k, e in enumerate(program.equations)}
-    fused: dict[int, tuple[str, Any]] = {}
-    for k, e in enumerate(program.equations):
-        if e.op != "sub" or not all(isinstance(a, Var) and uses[id(a)] == 1 for a in e.args):
-            continue
-        put, product = made.get(id(e.args[0])), made.get(id(e.args[1]))
-        if put is None or product is None or put.op != "put" or product.op != "mul":
-            continue
-        if not (put.out.shape == product.out.shape == e.out.shape and _distinct(put.params[0], put)):
-            continue
-        exp, constant = product.args if isinstance(product.args[1], np.ndarray) else product.args[::-1]
-        if (
-            not (isinstance(exp, Var) and isinstance(constant, np.ndarray))
-            or getattr(made.get(id(exp)), "op", "") != "exp"
-        ):
-            continue
-        if constant.dtype == np.float64 and bool(np.all(constant < 0.0)):
-            fused[where[id(put)]] = ("put", None)
-            fused[where[id(product)]] = ("mul", constant)
-            fused[k] = ("sub", put)
-    return fused
-
-
-def _reusable(program: Program, fused: dict[int, tuple[str, Any]]) -> dict[int, str]:
+def _reusable(program: Program) -> dict[int, str]:
     """Equation index -> the argument whose buffer its ufunc may write into (``out=``).
 
     The argument must hold an array this code allocated (not an input, a constant or a
-    view), of the result's shape, used by no later equation, output or live view of it
-    (a fused put's arguments are used where its subtraction is: see :func:`_fused_puts`).
+    view), of the result's shape, used by no later equation, output or live view of it.
     """
     equations = program.equations
     last = {id(o): len(equations) for o in program.outputs}
     for k, e in enumerate(equations):
-        for a in e.args + (fused[k][1].args if fused.get(k, ("",))[0] == "sub" else []):
+        for a in e.args:
             last[id(a)] = max(last.get(id(a), k), k)
     for e in reversed(equations):  # a view keeps its base alive
         if e.op in VIEWS:
