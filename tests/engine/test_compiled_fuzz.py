@@ -340,7 +340,7 @@ def test_grad_of_jit_equals_grad_bit_for_bit(spec: dict[str, Any], seed: int) ->
         ours = grad(jit(loss), argnum=(0, 1))(x, y, labels)
         eager = grad(loss, argnum=(0, 1))(x, y, labels)
         assert all(same(a, b) for a, b in zip(ours, eager)), spec
-        with no_grad():  # the compiled gradient: the program of grad, simplified, fused
+        with no_grad():  # the compiled gradient: the program of grad, simplified and folded
             compiled = jit(grad(loss, argnum=(0, 1)))(x, y, labels)
         assert all(same(a, b) for a, b in zip(compiled, eager)), spec
         grads = []
