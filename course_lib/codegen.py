@@ -60,7 +60,7 @@ def _ufunc(op: str, fn: str) -> Emit:
 
 def _reduce(ufunc: str) -> Emit:
     """``x.sum(axis, keepdims)`` as NumPy's method runs it (``np.add.reduce``), without the method's Python layer."""
-    return lambda out, a, e, lit: [f"{out} = {ufunc}.reduce({a[0]}, {lit(e.params[0])}, None, None, {e.params[1]})"]
+    return lambda out, a, e, lit: [f"{out} = {ufunc}.reduce({a[0]}, axis={lit(e.params[0])}, keepdims={e.params[1]})"]
 
 
 def _mean(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
@@ -71,7 +71,7 @@ def _mean(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> lis
     count = math.prod(shape[k] for k in axes)
     if count == 0:  # the mean of nothing: the method's own warning
         return [f"{out} = {a[0]}.mean(axis={lit(axis)}, keepdims={keepdims})"]
-    total = f"np.add.reduce({a[0]}, {lit(axis)}, None, None, {keepdims})"
+    total = f"np.add.reduce({a[0]}, axis={lit(axis)}, keepdims={keepdims})"
     return [f"{out} = {total} / {count}"] if e.out.shape == () else [f"{out} = {total}", f"{out} /= {count}"]
 
 
@@ -95,16 +95,16 @@ def _sigmoid(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> 
 def _softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
     axis = lit(e.params[0])
     return [
-        f"{out} = np.exp({a[0]} - np.maximum.reduce({a[0]}, {axis}, None, None, True))",
-        f"{out} /= np.add.reduce({out}, {axis}, None, None, True)",
+        f"{out} = np.exp({a[0]} - np.maximum.reduce({a[0]}, axis={axis}, keepdims=True))",
+        f"{out} /= np.add.reduce({out}, axis={axis}, keepdims=True)",
     ]
 
 
 def _log_softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
     axis = lit(e.params[0])
     return [
-        f"{out} = {a[0]} - np.maximum.reduce({a[0]}, {axis}, None, None, True)",
-        f"{out} -= np.log(np.add.reduce(np.exp({out}), {axis}, None, None, True))",
+        f"{out} = {a[0]} - np.maximum.reduce({a[0]}, axis={axis}, keepdims=True)",
+        f"{out} -= np.log(np.add.reduce(np.exp({out}), axis={axis}, keepdims=True))",
     ]
 
 
