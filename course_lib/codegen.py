@@ -1,9 +1,10 @@
 """Code generation: a program as straight-line Python calling NumPy (what ``jit`` runs).
 
 Every op of the table gets a *NumPy rule* here (``NUMPY[op]``): the lines that compute
-its result with exactly the NumPy calls the eager forward makes, so a compiled program
-gives the eager engine's numbers bit for bit. Where a value dies, a ufunc writes its result
-into the dead value's buffer (``out=``) instead of allocating one.
+its result with the NumPy calls the eager forward makes (or what they call inside:
+``np.add.reduce`` for ``x.sum()``, an operator on NumPy scalars for ``np.multiply``), so a
+compiled program gives the eager engine's numbers bit for bit. Where a value dies, a ufunc
+writes its result into the dead value's buffer (``out=``) instead of allocating one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from course_lib.program import Atom, Equation, Program, Var, show
 from course_lib.tensor.gather import Slot, advanced
 
-__all__ = ["compile_program", "NUMPY", "UFUNCS", "VIEWS"]
+__all__ = ["compile_program", "NUMPY"]
 
 Emit = Callable[[str, list[str], Equation, Callable[[Any], str]], list[str]]
 """A NumPy rule: ``rule(out, args, equation, literal) -> lines`` assigning ``out``."""
