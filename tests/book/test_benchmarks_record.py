@@ -231,12 +231,12 @@ def test_compiled_rows_say_what_the_chapter_says(results):
     steps = compiled["mlp_step"]["seconds"]
     assert all(0.9 < t["jit(step)"] / t["NumPy by hand"] < 1 for t in steps.values())
     # the compiled code alone beats the hand-written step; the guarded call costs "about a tenth"
-    # at batch 16 and "less at batch 256"; the goals allow "one and a half to two times as much"
+    # at batch 16 and "less at batch 256"; the goals allow "more than half as much again"
     assert r["code 16"] < 1 and r["code 256"] < 1
     assert 0.07 < r["call 16"] < 0.13 and r["call 256"] < r["call 16"]
-    assert 1.4 < r["allowed 16"] < 2.2 and 1.4 < r["allowed 256"] < 2.2
+    assert r["allowed 16"] > 1.5 and r["allowed 256"] > 1.5
     assert 0.15 < r["chain"] < 0.2, "the chapter: just under a fifth of PyTorch eager's cost per op"
-    assert 0.95 < r["vmap"] < 1.05, "the chapter: as fast as NumPy by hand"
+    assert 0.9 < r["vmap"] < 1.15, "the chapter: about as fast as NumPy by hand"
     assert r["labels"] < r["vmap"], "the chapter: with integer labels a little faster still"
     assert r["eager loop"] > 100 and 15 < r["jitted loop"] < 30, "more than a hundred times; about twenty times"
     assert 1.5 < compiled["trace_and_compile_seconds"] * 1e3 < 2.5, "the chapter: about two milliseconds"
@@ -358,11 +358,11 @@ def test_chapter_displays_the_compiled_rows(chapter, results):
     for phrase in (
         "runs a little faster than the hand-written one at both batch sizes",
         "about a tenth of the hand-written step at batch 16 and less at batch 256",
-        "the goals would allow one and a half to two times as much",
+        "the goals would allow more than half as much again",
         "just under a fifth of PyTorch's eager cost per operation",
         "about three NumPy calls per operation",
         "more than a hundred times faster than the loop",
-        "as fast as the batched formula written by hand; with integer labels it is a little faster",
+        "about as fast as the batched formula written by hand; with integer labels it is a little faster",
         "about twenty times slower than `vmap`",
         "some twenty NumPy calls",
         "takes about two milliseconds",
