@@ -1,9 +1,6 @@
 """``jit``: trace a function once per input signature, simplify the program and compile it
-to straight-line Python calling NumPy.
-
-Every op of the table gets a *NumPy rule* here (``NUMPY[op]``): the lines that compute
-its result with exactly the NumPy calls the eager forward makes, so a compiled program
-gives the eager engine's numbers bit for bit. ``jitted.source(*args)`` shows the code.
+(:mod:`course_lib.codegen`) to straight-line Python calling NumPy; then, per call, find the
+compiled code for the arguments and wrap its results. ``jitted.source(*args)`` shows the code.
 """
 
 from __future__ import annotations
@@ -14,216 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from course_lib.codegen import compile_program
 from course_lib.passes import fold_row_sums, simplify
-from course_lib.program import Atom, Equation, Program, Var, run, show
+from course_lib.program import Atom, Program, Var, run
 from course_lib.tensor import Tensor, is_grad_enabled
-from course_lib.tensor.core import constant
-from course_lib.tensor.gather import Slot, advanced, integer_tensor
+from course_lib.tensor.core import constant, wrap
+from course_lib.tensor.gather import integer_tensor
 from course_lib.tensor.grad_mode import _tracing
 from course_lib.trace import Static, flatten, is_traced, trace, unflatten
 
-__all__ = ["jit", "Jitted", "compile_program", "NUMPY"]
-
-Emit = Callable[[str, list[str], Equation, Callable[[Any], str]], list[str]]
-"""A NumPy rule: ``rule(out, args, equation, literal) -> lines`` assigning ``out``."""
-
-
-UFUNCS = {
-    "add": "np.add",
-    "sub": "np.subtract",
-    "mul": "np.multiply",
-    "div": "np.divide",
-    "pow": "np.power",
-    "neg": "np.negative",
-    "exp": "np.exp",
-    "log": "np.log",
-    "sin": "np.sin",
-    "cos": "np.cos",
-    "tanh": "np.tanh",
-    "sqrt": "np.sqrt",
-    "abs": "np.abs",
-    "sign": "np.sign",
-}
-"""The ops that are one NumPy ufunc call: their result may be written into an argument's buffer."""
-
-
-def _ufunc(fn: str) -> Emit:
-    return lambda out, a, e, lit: [f"{out} = {fn}({', '.join(a)})"]
-
-
-def _reduce(fn: str) -> Emit:
-    return lambda out, a, e, lit: [f"{out} = {a[0]}.{fn}(axis={lit(e.params[0])}, keepdims={e.params[1]})"]
-
-
-def _affine(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    product = np.matmul(np.empty(e.args[0].shape), np.empty(e.args[1].shape)).shape
-    bias = e.args[2].shape
-    if product and np.broadcast_shapes(product, bias) == product:  # as affine(): the bias added in place
-        return [f"{out} = np.matmul({a[0]}, {a[1]})", f"{out} += {a[2]}"]
-    return [f"{out} = np.matmul({a[0]}, {a[1]}) + {a[2]}"]
-
-
-def _sigmoid(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    return [f"{out} = np.exp(-np.abs({a[0]}))", f"{out} = np.where({a[0]} >= 0, 1.0, {out}) / (1.0 + {out})"]
-
-
-def _softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    axis = lit(e.params[0])
-    return [
-        f"{out} = np.exp({a[0]} - {a[0]}.max(axis={axis}, keepdims=True))",
-        f"{out} = {out} / {out}.sum(axis={axis}, keepdims=True)",
-    ]
-
-
-def _log_softmax(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    axis = lit(e.params[0])
-    return [
-        f"{out} = {a[0]} - {a[0]}.max(axis={axis}, keepdims=True)",
-        f"{out} = {out} - np.log(np.exp({out}).sum(axis={axis}, keepdims=True))",
-    ]
-
-
-def _scatter_add(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    index, shape = e.params
-    hits = np.zeros(shape)
-    np.add.at(hits, index, 1.0)
-    if hits.max(initial=0.0) <= 1.0:  # no position twice: an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
-        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{lit(index)}] = {a[0]} + 0.0"]
-    return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, {lit(index)}, {a[0]})"]
-
-
-def _index(template: tuple, parts: list[str], lit: Callable[[Any], str]) -> str:
-    """The index of ``take``/``put`` as Python: its template with the integer arguments' names in their slots."""
-    return ", ".join(parts[t.k] if type(t) is Slot else lit(t) for t in template) + ("," if len(template) == 1 else "")
-
-
-def _distinct(template: tuple, e: Equation) -> bool:
-    """Whether ``put``'s index can hit no position twice, whatever the integer arguments: one of
-    its static integer arrays covers the whole broadcast index with values all different
-    (``np.arange(n)`` beside the labels), so the positions differ in that coordinate."""
-    if any(isinstance(t, np.ndarray) and t.dtype == bool for t in template):
-        return False
-    arrays = [e.args[1 + t.k].shape if type(t) is Slot else np.shape(t) for t in template if advanced(t)]
-    shape = np.broadcast_shapes(*arrays)
-    return any(
-        isinstance(t, np.ndarray) and t.dtype.kind in "iu" and t.shape == shape and np.unique(t).size == t.size
-        for t in template
-    )
-
-
-def _put(out: str, a: list[str], e: Equation, lit: Callable[[Any], str]) -> list[str]:
-    template, shape = e.params
-    index = _index(template, a[1:], lit)
-    if _distinct(template, e):  # an assignment (np.add.at is slow); + 0.0 as 0 + (-0) is 0
-        value = e.args[0]
-        exact = isinstance(value, np.ndarray) and not np.any(np.signbit(value) & (value == 0.0))
-        return [f"{out} = np.zeros({lit(shape)})", f"{out}[{index}] = {a[0]}" + ("" if exact else " + 0.0")]
-    return [f"{out} = np.zeros({lit(shape)})", f"np.add.at({out}, ({index}), {a[0]})"]
-
-
-NUMPY: dict[str, Emit] = {
-    **{op: _ufunc(fn) for op, fn in UFUNCS.items()},
-    "matmul": lambda out, a, e, lit: [f"{out} = np.matmul({a[0]}, {a[1]})"],
-    "affine": _affine,
-    "sigmoid": _sigmoid,
-    "relu": lambda out, a, e, lit: [f"{out} = np.maximum({a[0]}, 0.0)"],
-    "clip": lambda out, a, e, lit: [f"{out} = np.clip({a[0]}, {lit(e.params[0])}, {lit(e.params[1])})"],
-    "ge": lambda out, a, e, lit: [f"{out} = np.greater_equal({a[0]}, {a[1]}).astype(np.float64)"],
-    "where": lambda out, a, e, lit: [f"{out} = np.where({lit(e.params[0])}, {a[0]}, {a[1]})"],
-    "sum": _reduce("sum"),
-    "mean": _reduce("mean"),
-    "max": _reduce("max"),
-    "softmax": _softmax,
-    "log_softmax": _log_softmax,
-    "reshape": lambda out, a, e, lit: [f"{out} = {a[0]}.reshape({lit(e.params[0])})"],
-    "transpose": lambda out, a, e, lit: [f"{out} = {a[0]}.transpose({lit(e.params[0])})"],
-    "broadcast_to": lambda out, a, e, lit: [f"{out} = np.broadcast_to({a[0]}, {lit(e.params[0])})"],
-    "getitem": lambda out, a, e, lit: [f"{out} = {a[0]}[{lit(e.params[0])}]"],
-    "scatter_add": _scatter_add,
-    "take": lambda out, a, e, lit: [f"{out} = {a[0]}[{_index(e.params[0], a[1:], lit)}]"],
-    "put": _put,
-    "identity": lambda out, a, e, lit: [f"{out} = {a[0]}"],
-    "detach": lambda out, a, e, lit: [f"{out} = {a[0]}"],
-    "stack": lambda out, a, e, lit: [f"{out} = np.stack([{', '.join(a)}], axis={e.params[0]})"],
-}
-"""op name -> its NumPy rule (the op's forward, as lines of Python)."""
-
-
-VIEWS = ("identity", "detach", "reshape", "transpose", "broadcast_to", "getitem")
-"""Ops whose NumPy rule may return a view of its argument."""
-
-
-def _plain(p: Any) -> bool:
-    """Whether ``repr(p)`` is Python that evaluates back to ``p``."""
-    if isinstance(p, tuple):
-        return all(_plain(q) for q in p)
-    return p is None or isinstance(p, (bool, int, str)) or (isinstance(p, float) and math.isfinite(p))
-
-
-def compile_program(program: Program, name: str = "compiled") -> tuple[Callable[..., tuple], str]:
-    """The program as a Python function of arrays returning a tuple of arrays, and its source."""
-    show(program)  # names the variables
-    namespace: dict[str, Any] = {"np": np}
-    names: dict[int, str] = {}
-
-    def lit(p: Any) -> str:
-        if _plain(p):
-            return repr(p)
-        if id(p) not in names:
-            names[id(p)] = f"_k{len(names)}" if not isinstance(p, np.ndarray) or p.dtype == bool else f"_c{len(names)}"
-            namespace[names[id(p)]] = p
-        return names[id(p)]
-
-    def atom(x: Atom) -> str:
-        if isinstance(x, Var):
-            return x.name
-        return repr(float(x)) if x.shape == () and math.isfinite(float(x)) else lit(x)
-
-    lines = [f"def {name}({', '.join(v.name for v in program.inputs + program.constvars)}):"]
-    reusable = _reusable(program)
-    for k, e in enumerate(program.equations):
-        rule = NUMPY.get(e.op)
-        if rule is None:
-            raise NotImplementedError(f"op {e.op!r} has no NumPy rule: add one to course_lib.jit.NUMPY")
-        code = rule(e.out.name, [atom(a) for a in e.args], e, lit)
-        if k in reusable:  # write into a dying argument's buffer instead of allocating one
-            code[-1] = f"{code[-1][:-1]}, out={reusable[k]})"
-        lines += ["    " + line for line in code]
-    # A result that may share memory with an input array is copied: the caller may change their array later.
-    shared = {id(v) for v in program.inputs + program.constvars}
-    shared.update(id(e.out) for e in program.equations if e.op in VIEWS and id(e.args[0]) in shared)
-    outputs = [atom(o) + (".copy()" if id(o) in shared else "") for o in program.outputs]
-    lines.append(f"    return ({''.join(o + ', ' for o in outputs)})")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<jit {name}>", "exec"), namespace)
-    return namespace[name], source
-
-
-def _reusable(program: Program) -> dict[int, str]:
-    """Equation index -> the argument whose buffer its ufunc may write into (``out=``).
-
-    The argument must hold an array this code allocated (not an input, a constant or a
-    view), of the result's shape, used by no later equation, output or live view of it.
-    """
-    equations = program.equations
-    last = {id(o): len(equations) for o in program.outputs}
-    for k, e in enumerate(equations):
-        for a in e.args:
-            last[id(a)] = max(last.get(id(a), k), k)
-    for e in reversed(equations):  # a view keeps its base alive
-        if e.op in VIEWS:
-            last[id(e.args[0])] = max(last[id(e.args[0])], last.get(id(e.out), 0))
-    owned: set[int] = set()
-    reusable = {}
-    for k, e in enumerate(equations):
-        if e.op in UFUNCS and e.out.shape:
-            for a in e.args:
-                if id(a) in owned and last[id(a)] == k and a.shape == e.out.shape:
-                    reusable[k] = a.name  # type: ignore[union-attr]
-                    break
-        if e.op not in VIEWS and e.out.shape:
-            owned.add(id(e.out))
-    return reusable
+__all__ = ["jit", "Jitted"]
 
 
 class _Compiled:
@@ -237,23 +34,26 @@ class _Compiled:
         self.program = fold_row_sums(simplify(traced))
         self.function, self.source = compile_program(self.program, name)
         self.fast: Callable[..., Any] | None = None
-        result, statics = _result_expression(structure)
+        result, statics = _result_expression(structure, self.program.outputs)
         if result is None:  # dict keys that do not print as Python
             self.rebuild = lambda results: unflatten(structure, [constant(r) for r in results])
         else:
-            self.rebuild = eval(f"lambda r: {result}", {"T": constant, "S": statics})
+            self.rebuild = eval(f"lambda r: {result}", {"T": constant, "W": wrap, "S": statics})
 
 
-def _result_expression(structure: Any) -> tuple[str | None, list[Any]]:
-    """``f``'s result as one expression of the compiled arrays ``r`` (``(T(r[0]), [T(r[1])])``),
+def _result_expression(structure: Any, outputs: list[Atom]) -> tuple[str | None, list[Any]]:
+    """``f``'s result as one expression of the compiled arrays ``r`` (``(W(r[0]), [T(r[1])])``),
     so a call pays no walk over the structure (None if a dict key does not print as Python),
-    and the results that are no values (``S[k]`` in the expression)."""
+    and the results that are no values (``S[k]`` in the expression). ``W`` wraps what is surely
+    a float64 array (a computed variable with axes), ``T`` anything else (a NumPy scalar, a constant)."""
     count = iter(range(1 << 30))
     statics: list[Any] = []
 
     def expression(s: Any) -> str:
         if s is None:
-            return f"T(r[{next(count)}])"
+            k = next(count)
+            out = outputs[k]
+            return f"{'W' if isinstance(out, Var) and out.dtype == 'f64' and out.shape else 'T'}(r[{k}])"
         if type(s) is Static:
             statics.append(s.value)
             return f"S[{len(statics) - 1}]"
@@ -283,9 +83,10 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     it, a call builds the signature and looks it up. None where the arguments are not
     simple enough (dicts, other dtypes, unusual static values). Closed-over Tensors are read
     afresh (their shapes checked, and that they require no grad or recording is off)."""
-    result, statics = _result_expression(entry.structure)
+    result, statics = _result_expression(entry.structure, entry.program.outputs)
     if result is None:
         return None
+    lines: list[str] = []
     conditions: list[str] = []
     arrays: list[str] = []
     names: dict[str, Any] = {}
@@ -293,6 +94,11 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     def name(value: Any) -> str:
         names[f"_g{len(names)}"] = value
         return f"_g{len(names) - 1}"
+
+    def check() -> None:  # the conditions so far, as one test
+        if conditions:
+            lines.append(f"if not ({' and '.join(conditions)}):\n        return MISS")
+            conditions.clear()
 
     def fixed(x: Any, at: str) -> bool:  # a static value: the same type and value
         if type(x) is np.ndarray:
@@ -314,9 +120,13 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         elif kind is np.ndarray and x.dtype is _FLOAT64:
             conditions.append(f"type({at}) is A and {at}.dtype is F and {at}.shape == {x.shape!r}")
             arrays.append(at)
-        elif kind is list or kind is tuple:
+        elif kind is list or kind is tuple:  # checked, then its items get names of their own
             conditions.append(f"type({at}) is {kind.__name__} and len({at}) == {len(x)}")
-            return all(walk(item, f"{at}[{i}]") for i, item in enumerate(x))
+            check()
+            items = [f"{at}_{i}" for i in range(len(x))]
+            if items:
+                lines.append(f"{''.join(i + ', ' for i in items)}= {at}")
+            return all(walk(item, i) for item, i in zip(x, items))
         elif kind is np.ndarray and x.dtype.kind in "iu":
             conditions.append(f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r}")
             arrays.append(at)
@@ -327,19 +137,21 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         return True
 
     parameters = [f"a{i}" for i in range(len(args))]
+    if args:
+        lines.append(f"{''.join(p + ', ' for p in parameters)}= args")
     if not all(fixed(x, a) if i in static else walk(x, a) for i, (x, a) in enumerate(zip(args, parameters))):
         return None
     for c in entry.program.consts:
         at = name(c)
         conditions.append(f"(not {at}.requires_grad or not G()) and {at}._data.shape == {c.shape!r}")
         arrays.append(f"{at}._data")
-    unpack = f"    {', '.join(parameters)}, = args\n" if args else ""
+    check()
+    body = "".join(f"    {line}\n" for line in lines)
     source = (
-        f"def fast(*args):\n    if len(args) != {len(args)}:\n        return MISS\n{unpack}"
-        f"    if not ({' and '.join(conditions) or 'True'}):\n        return MISS\n"
+        f"def fast(*args):\n    if len(args) != {len(args)}:\n        return MISS\n{body}"
         f"    r = compiled({', '.join(arrays)})\n    return {result}\n"
     )
-    namespace: dict[str, Any] = {"Tensor": Tensor, "T": constant, "S": statics, "G": is_grad_enabled}
+    namespace: dict[str, Any] = {"Tensor": Tensor, "T": constant, "W": wrap, "S": statics, "G": is_grad_enabled}
     namespace.update(A=np.ndarray, F=_FLOAT64, MISS=MISS, **names)
     namespace["compiled"] = entry.function
     exec(compile(source, "<jit guards>", "exec"), namespace)
@@ -453,12 +265,13 @@ class Jitted:
         return inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tracing.get() is not None:
+            return self.f(*args, **kwargs)  # inside another trace: trace straight through
         if kwargs:
             return self._with_keywords(kwargs, args)(*args, *kwargs.values())
-        if _tracing.get() is not None:
-            return self.f(*args)  # inside another trace: trace straight through
-        if self.fast is not None:
-            result = self.fast(*args)
+        fast = self.fast
+        if fast is not None:
+            result = fast(*args)
             if result is not MISS:
                 return result
         key, arrays, graph = self._split(args)

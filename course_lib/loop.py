@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from course_lib import jit as _jit
+from course_lib import codegen as _codegen
 from course_lib import vmap as _vmap
 from course_lib.passes import simplify
 from course_lib.program import Equation, Program, Var, run, show
@@ -153,7 +153,7 @@ def _emit(out: str, args: list[str], loop: Loop, lit: Callable[[Any], str]) -> l
     code (its NumPy rules, so the same bits as the eager engine), writing ``ys`` and the
     stored carries into one packed buffer ``out``."""
     program = simplify(loop.body)
-    body, _ = _jit.compile_program(program, "body")
+    body, _ = _codegen.compile_program(program, "body")
     f = lit(body)
     constant = [not isinstance(o, Var) for o in program.outputs[: loop.n_carry]]  # compiled code returns a float
     nc, nx = loop.n_carry, loop.n_xs
@@ -452,5 +452,5 @@ def _batch(args: list[Tensor], batched: list[bool], e: Equation, size: int) -> T
 
 
 defvjp_argnum("scan", _vjp, call=_forward)
-_jit.NUMPY["scan"] = lambda out, args, e, lit: _emit(out, args, e.params[0], lit)
+_codegen.NUMPY["scan"] = lambda out, args, e, lit: _emit(out, args, e.params[0], lit)
 _vmap.BATCHING["scan"] = _batch

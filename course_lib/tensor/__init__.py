@@ -3,8 +3,10 @@
 The package is built in one direction, each module importing only the ones above it in
 this list: ``course_lib.tensor.grad_mode`` (recording on or off),
 ``course_lib.tensor.table`` (the op table), ``course_lib.tensor.arrays`` (checks
-with helpful errors), ``course_lib.tensor.core`` (``Tensor``, ``record`` and the
-backward sweep), ``course_lib.tensor.rules`` (every op's VJP, registered in the table)
+with helpful errors), ``course_lib.tensor.backprop`` (the backward sweep),
+``course_lib.tensor.core`` (``Tensor``, its ``backward`` and ``record``),
+``course_lib.tensor.combine`` (``where``, ``stack``, ``affine``),
+``course_lib.tensor.rules`` (every op's VJP, registered in the table)
 and ``course_lib.tensor.autograd`` (``gradients``). This file assembles the public
 names: the functions ``exp(x)``, ``softmax(x, axis)``, ... are made from the rows of the
 table that ask for one (``defvjp(..., function=True)``), so a new op is added in one place.
@@ -17,7 +19,8 @@ from typing import Any
 
 from course_lib.tensor import gather as _gather  # noqa: F401  (registers take and put)
 from course_lib.tensor.autograd import gradients
-from course_lib.tensor.core import Tensor, _lift, affine, record, stack, where
+from course_lib.tensor.combine import affine, stack, where
+from course_lib.tensor.core import Tensor, _lift, record
 from course_lib.tensor.grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 from course_lib.tensor.rules import unbroadcast
 from course_lib.tensor.table import OPS, VJP_RULES, Op, defvjp, defvjp_argnum

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from course_lib.check import _scalar_output, register_array_engine
-from course_lib.tensor.backprop import _backprop, _parents_of, _seed
-from course_lib.tensor.core import Tensor, record
+from course_lib.tensor.backprop import _backprop, _parents_of
+from course_lib.tensor.core import Tensor, _seed, record
 from course_lib.toposort import child_count_order
 
 __all__ = ["gradients", "values_and_gradients"]
@@ -61,7 +61,7 @@ def gradients(
             found[id(node)] = g if owned or create_graph else record("", g._data.copy(), ())
 
     if id(output) in needed:
-        _backprop(output, seed, create_graph, collect, needed, order)
+        _backprop(output, seed, create_graph, collect, record, needed, order)
     return tuple(found[id(x)] if id(x) in found else record("", np.zeros(x.shape), ()) for x in inputs)
 
 

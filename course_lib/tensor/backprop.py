@@ -1,53 +1,40 @@
 """The backward sweep of the Tensor engine: walk a recorded graph from an output, child
 before parent, and pull the gradient back through every node with the op table's VJP
-rules. ``Tensor.backward`` (installed here, with the sweep as ``core._backprop``) adds the
-results into the leaves' ``.grad``; :mod:`course_lib.tensor.autograd` returns them instead.
+rules. It sits below ``course_lib.tensor.core``, which imports it: ``Tensor.backward``
+runs the sweep and adds the results into the leaves' ``.grad``;
+:mod:`course_lib.tensor.autograd` returns them instead. The sweep knows nodes by their
+fields (``_parents``, ``_op``, ``_params``, versions) and makes the few Tensors it needs
+with the ``record`` its caller passes. :func:`on_sweep` calls a function at the start of
+every sweep (chapter 10 counts sweeps with it).
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from course_lib.tensor import core
-from course_lib.tensor.arrays import real_array
-from course_lib.tensor.core import Tensor, _lift, record
-from course_lib.tensor.grad_mode import _tracing, set_grad_enabled
+from course_lib.tensor.grad_mode import set_grad_enabled
 from course_lib.tensor.table import OPS
 from course_lib.toposort import child_count_order
 
-__all__ = ["backward"]
+__all__ = ["on_sweep"]
+
+Tensor = Any
+"""A Tensor of ``course_lib.tensor.core`` (which imports this module, so it is not named here)."""
 
 _parents_of = attrgetter("_parents")
+_hooks: list[Callable[[Tensor], None]] = []
 
 
-def backward(output: Tensor, grad: Any = None) -> None:
-    """What :meth:`~course_lib.tensor.Tensor.backward` does: add d(output)/d(leaf) to every leaf's ``.grad``."""
-    core._backprop(output, _seed(output, grad, "backward()"), create_graph=False, on_grad=_store_grad)
-
-
-def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
-    """The gradient that starts a backward pass at ``output``, checked against its shape."""
-    if grad is None:
-        if output._data.size != 1:
-            raise ValueError(
-                f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
-                f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
-            )
-        return record("", np.ones(output.shape), ())
-    if isinstance(grad, Tensor):
-        seed = grad if keep_graph else record("", grad._data.copy(), ())
-    else:
-        seed = record("", real_array(grad, caller + "'s seed").astype(np.float64), ())
-    if seed.shape != output.shape:
-        raise ValueError(
-            f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
-            f"the seed must have exactly the output's shape (it is not broadcast), e.g. np.ones({output.shape})"
-        )
-    return seed
+def on_sweep(hook: Callable[[Tensor], None]) -> Callable[[], None]:
+    """Call ``hook(output)`` at the start of every backward sweep (``backward()`` and
+    ``gradients()``); returns the function that removes the hook again."""
+    _hooks.append(hook)
+    return lambda: _hooks.remove(hook)
 
 
 def _backprop(
@@ -55,6 +42,7 @@ def _backprop(
     seed: Tensor,
     create_graph: bool,
     on_grad: Callable[[Tensor, Tensor, bool], None],
+    record: Callable[..., Tensor],
     needed: set[int] | None = None,
     order: list[Tensor] | None = None,
 ) -> None:
@@ -68,7 +56,10 @@ def _backprop(
     is given, leads to a node in it). A parent reached along several paths gets the
     sum: a fresh buffer, into which later contributions are added in place. ``order`` is
     the graph already sorted by a caller that needed it first, so it is sorted once.
+    ``record`` is ``course_lib.tensor.record``, for the Tensors the sweep makes.
     """
+    for hook in _hooks:
+        hook(root)
     grads: dict[int, Tensor] = {id(root): seed}
     owned: set[int] = set()  # ids of nodes whose buffer is ours to add into in place
     with set_grad_enabled(create_graph):
@@ -102,13 +93,13 @@ def _backprop(
                         f"op {node._op!r} has no VJP rule for argument {i}: give defvjp one rule per argument"
                     ) from None
                 result = rule(g, node, *args)
-                if type(result) is Tensor and result._data.shape == parent._data.shape:
+                if type(result) is type(g) and result._data.shape == parent._data.shape:  # a Tensor, as expected
                     contribution = result
                 else:
-                    contribution = _checked(result, i, node)
+                    contribution = _checked(result, i, node, record)
                 if create_graph and (
                     op.order == 1
-                    or not isinstance(result, Tensor)
+                    or isinstance(result, (np.ndarray, numbers.Number))
                     or (g.requires_grad and not result.requires_grad and result._data.any())
                 ):
                     # A rule written with NumPy (a result without graph that is no structural zero):
@@ -141,10 +132,12 @@ def _changed(node: Tensor, changed: Tensor, i: int | None = None) -> RuntimeErro
     )
 
 
-def _checked(result: Any, i: int, node: Tensor) -> Tensor:
-    """A rule's result as a Tensor of argument ``i``'s shape, or a clear error."""
-    result = _lift(result)
-    if result is NotImplemented:
+def _checked(result: Any, i: int, node: Tensor, record: Callable[..., Tensor]) -> Tensor:
+    """A rule's result as a Tensor of argument ``i``'s shape (a number or a real array
+    becomes a constant), or a clear error."""
+    if isinstance(result, (np.ndarray, numbers.Real)) and np.asarray(result).dtype.kind in "biuf":
+        result = record("", np.array(result, dtype=np.float64), ())
+    elif not hasattr(result, "_parents"):  # not a Tensor
         raise TypeError(f"the VJP rule of {node._op!r} for argument {i} must return a Tensor")
     expected = node._parents[i]._data.shape
     if result._data.shape != expected:
@@ -164,30 +157,3 @@ def _store_grad(node: Tensor, g: Tensor, owned: bool) -> None:
         node.grad = g._data if owned else g._data.copy()
     else:
         node.grad = node.grad + g._data
-
-
-def _backward_method(self: Tensor, grad: Any = None) -> None:
-    """Add d(self)/d(leaf) to the ``.grad`` of every leaf that requires grad.
-
-    A one-element output seeds the gradient 1. Any other output needs ``grad``, the
-    gradient of some scalar with respect to this Tensor, of exactly this shape (an
-    ndarray, a number or a Tensor): the result is then the VJP ``grad`` times the
-    Jacobian. Leaves *accumulate* across calls (call :meth:`zero_grad` or assign
-    ``None`` in between). Intermediate nodes keep no gradient (as in PyTorch) unless
-    :meth:`retain_grad` was called on them. The graph is kept, so calling
-    ``backward()`` twice adds the same gradient to the leaves twice.
-    """
-    if _tracing.get() is not None:
-        _tracing.get().backward(self)
-    if not self.requires_grad:
-        raise RuntimeError(
-            "backward() on a Tensor that does not require grad: no input of its computation had "
-            "requires_grad=True (or it was computed under no_grad()). Create the inputs with "
-            "Tensor(data, requires_grad=True)."
-        )
-    backward(self, grad)
-
-
-Tensor.backward = _backward_method
-core._backprop = _backprop  # where backward() finds the sweep (chapter 10 wraps it there to count sweeps)
-_backward_method.__name__, _backward_method.__qualname__ = "backward", "Tensor.backward"

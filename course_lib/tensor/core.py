@@ -8,9 +8,10 @@ closure, no gradient code. The package ``course_lib.tensor`` is built in one dir
 
 - ``course_lib.tensor.grad_mode`` (recording on or off) and
   ``course_lib.tensor.table`` (the op table, which knows no Tensor) at the bottom;
-- this module: the class and :func:`record` (every op goes through it);
 - ``course_lib.tensor.backprop``: the backward sweep that walks a recorded graph and
-  applies the table's rules (it gives the class its ``backward`` method);
+  applies the table's rules (``Tensor.backward`` runs it);
+- this module: the class and :func:`record` (every op goes through it);
+- ``course_lib.tensor.combine``: ``where``, ``stack`` and ``affine``, ops of several Tensors;
 - ``course_lib.tensor.rules``: each op's vector-Jacobian products (VJPs), written once
   with Tensor operations and registered in the table with ``defvjp``;
 - ``course_lib.tensor.autograd``: ``gradients``, the functional form of the sweep.
@@ -25,23 +26,22 @@ values after that, ``backward()`` raises instead of using them, as PyTorch does
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from course_lib.tensor.arrays import broadcasting, checked_axes, matmul, real_array
+from course_lib.tensor.backprop import _backprop, _store_grad
 from course_lib.tensor.grad_mode import _grad_mode, _tracing
 from course_lib.tensor.table import _methods
 
-__all__ = ["Tensor", "record", "where", "stack", "affine"]
+__all__ = ["Tensor", "record"]
 
 _FLOAT64 = np.dtype(np.float64)
 _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 _now = 0
 """The clock of value changes: bumped by every ``t.data = ...``; a node records its value when created."""
-_backprop: Callable[..., None]
-"""The backward sweep, installed by ``course_lib.tensor.backprop`` (as the ``backward`` method is)."""
 
 
 # ----------------------------------------------------------------------------- Tensor
@@ -103,7 +103,6 @@ class Tensor:
         "_mask",
     )
     _recorded: int  # the clock when record() made this node (nodes only)
-    backward: Callable[..., None]  # the backward pass, a method installed by course_lib.tensor.backprop
     __array_ufunc__ = None  # NumPy defers to us: ndarray * Tensor calls Tensor.__rmul__
 
     def __init__(self, data: Any, requires_grad: bool = False, label: str = "") -> None:
@@ -196,6 +195,27 @@ class Tensor:
     __pow__, __rpow__ = _binary_methods("pow", broadcasting("**", np.power))
     __matmul__, __rmatmul__ = _binary_methods("matmul", matmul)
     _ge = _binary_methods("ge", broadcasting(">=", np.greater_equal))[0]
+
+    def backward(self, grad: Any = None) -> None:
+        """Add d(self)/d(leaf) to the ``.grad`` of every leaf that requires grad.
+
+        A one-element output seeds the gradient 1. Any other output needs ``grad``, the
+        gradient of some scalar with respect to this Tensor, of exactly this shape (an
+        ndarray, a number or a Tensor): the result is then the VJP ``grad`` times the
+        Jacobian. Leaves *accumulate* across calls (call :meth:`zero_grad` or assign
+        ``None`` in between). Intermediate nodes keep no gradient (as in PyTorch) unless
+        :meth:`retain_grad` was called on them. The graph is kept, so calling
+        ``backward()`` twice adds the same gradient to the leaves twice.
+        """
+        if _tracing.get() is not None:
+            _tracing.get().backward(self)
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() on a Tensor that does not require grad: no input of its computation had "
+                "requires_grad=True (or it was computed under no_grad()). Create the inputs with "
+                "Tensor(data, requires_grad=True)."
+            )
+        _backprop(self, _seed(self, grad, "backward()"), False, _store_grad, record)
 
     def ge(self, other: Any) -> Tensor:
         """1.0 where ``self >= other``, else 0.0: a mask made of numbers, so a program can
@@ -366,6 +386,15 @@ def constant(data: Any) -> Tensor:
     quick way to wrap results that are arrays already: ``jit`` does)."""
     if type(data) is not np.ndarray or data.dtype is not _FLOAT64:
         data = np.asarray(data, dtype=np.float64)
+    out = wrap(data)
+    trace = _tracing.get()
+    if trace is not None:
+        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
+    return out
+
+
+def wrap(data: np.ndarray) -> Tensor:
+    """:func:`constant` without its checks: ``data`` must be a float64 array, and no trace running."""
     out = _new_tensor(Tensor)
     out._data = data
     out.grad = None
@@ -374,9 +403,6 @@ def constant(data: Any) -> Tensor:
     out._version = 0
     out._parents = out._params = ()
     out._op = ""
-    trace = _tracing.get()
-    if trace is not None:
-        trace.created.add(id(out))  # made while tracing: a literal of the program, not a closed-over Tensor
     return out
 
 
@@ -434,41 +460,22 @@ def _plain_index(index: Any) -> Any:
     return index
 
 
-# ----------------------------------------------------------------------------- functions
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    """``x`` where ``condition`` holds, else ``y`` (broadcast like ``np.where``).
-
-    ``condition`` is a boolean array (it is not differentiated); ``x`` and ``y`` are
-    Tensors or numbers.
-    """
-    if isinstance(condition, Tensor) and _tracing.get() is not None:
-        _tracing.get().condition(condition)
-    cond = np.array(condition._data if isinstance(condition, Tensor) else condition, dtype=bool)
-    x, y = _lift(x), _lift(y)
-    if x is NotImplemented or y is NotImplemented:
-        raise TypeError("where(condition, x, y) needs x and y to be Tensors, numbers or real arrays")
-    return record("where", np.where(cond, x._data, y._data), (x, y), (cond,))
-
-
-def stack(tensors: Iterable[Any], axis: int = 0) -> Tensor:
-    """Join equally shaped Tensors along a new axis (like ``np.stack``)."""
-    parts = tuple(_lift(t) for t in tensors)
-    if not parts or any(p is NotImplemented for p in parts):
-        raise TypeError("stack() needs a non-empty sequence of Tensors (or numbers / real arrays)")
-    axis = checked_axes(axis, parts[0].ndim + 1, "stack") % (parts[0].ndim + 1)
-    return record("stack", np.stack([p._data for p in parts], axis=axis), parts, (axis,))
-
-
-def affine(x: Any, weight: Any, bias: Any) -> Tensor:
-    """``x @ weight + bias`` as one op, like PyTorch's ``addmm``: the bias is added in place
-    into the product's fresh buffer, so the graph gets one node and one array fewer.
-    Its VJP is the matmul's for ``x`` and ``weight`` and the add's for ``bias``."""
-    x, weight, bias = _lift(x), _lift(weight), _lift(bias)
-    if x is NotImplemented or weight is NotImplemented or bias is NotImplemented:
-        raise TypeError("affine(x, weight, bias) needs Tensors, numbers or real arrays")
-    data = matmul(x._data, weight._data)
-    if np.ndim(data) and np.broadcast_shapes(data.shape, bias._data.shape) == data.shape:
-        data += bias._data
-    else:  # the bias has more axes than the product, or the product is a number
-        data = data + bias._data
-    return record("affine", data, (x, weight, bias))
+def _seed(output: Tensor, grad: Any, caller: str, keep_graph: bool = False) -> Tensor:
+    """The gradient that starts a backward pass at ``output``, checked against its shape."""
+    if grad is None:
+        if output._data.size != 1:
+            raise ValueError(
+                f"{caller} on a Tensor of shape {output.shape} needs a seed gradient of that shape: "
+                f"pass np.ones({output.shape}) to get the gradient of y.sum(), or reduce the output to a scalar first"
+            )
+        return record("", np.ones(output.shape), ())
+    if isinstance(grad, Tensor):
+        seed = grad if keep_graph else record("", grad._data.copy(), ())
+    else:
+        seed = record("", real_array(grad, caller + "'s seed").astype(np.float64), ())
+    if seed.shape != output.shape:
+        raise ValueError(
+            f"{caller}: the seed gradient has shape {seed.shape} but the output has shape {output.shape}; "
+            f"the seed must have exactly the output's shape (it is not broadcast), e.g. np.ones({output.shape})"
+        )
+    return seed

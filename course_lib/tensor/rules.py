@@ -4,7 +4,7 @@ A VJP rule for argument ``i`` of an op is a function ``rule(g, out, *args)``: ``
 the gradient arriving at the op's output ``out`` and ``args`` are the op's parents
 followed by its parameters; it returns ``g`` pulled back to argument ``i`` (a Tensor of
 that argument's shape). Rules are written with Tensor operations, so the backward pass
-(``course_lib.tensor.core``) can either run them with recording switched off (the fast
+(``course_lib.tensor.backprop``) can either run them with recording switched off (the fast
 path of ``backward()``) or record them like any other computation, which is what makes
 higher derivatives work. A rule registered as first-order (``order=1``, written with
 NumPy) is differentiated once; differentiating its result again raises.
@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.tensor.core import Tensor, affine, record, stack, where
+from course_lib.tensor.combine import affine, stack, where
+from course_lib.tensor.core import Tensor, record
 from course_lib.tensor.table import defvjp, defvjp_argnum
 
 __all__ = ["unbroadcast"]

@@ -1,7 +1,7 @@
 """The op table of the Tensor engine: one row per op, its forward and its VJP rules.
 
 The table knows no Tensor: it is the registry the backward pass reads
-(``course_lib.tensor.core``) and the rules fill (``course_lib.tensor.rules``).
+(``course_lib.tensor.backprop``) and the rules fill (``course_lib.tensor.rules``).
 A VJP rule for argument ``i`` of an op is ``rule(g, out, *parents, *params)``: ``g`` is
 the gradient arriving at the op's output ``out``; it returns ``g`` pulled back to
 argument ``i`` (a Tensor of that argument's shape).

@@ -196,7 +196,7 @@ def test_compiled_section_is_the_goals_of_its_own_times(results, compiled_script
     # the rows are the script's ratios of the recorded times, against the issue's goals
     assert compiled_script.goals(compiled) == compiled["goals"]
     bounds = [row.get("at_most", row.get("at_least")) for row in compiled["goals"]]
-    assert bounds == [1.05, 1.02, 0.2, 1.3, 10, None, 20]
+    assert bounds == [1.05, 1.02, 0.2, 1.3, 1.3, 10, None, 20]
 
 
 def compiled_ratios(compiled: dict) -> dict[str, float]:
@@ -214,6 +214,7 @@ def compiled_ratios(compiled: dict) -> dict[str, float]:
     ratios["chain"] = chain["jit(value_and_grad)"] / chain["PyTorch eager"]
     vmapped = per_example["jit(vmap(grad))"]
     ratios["vmap"] = vmapped / per_example["NumPy by hand, batched"]
+    ratios["labels"] = per_example["jit(vmap(grad)), integer labels"] / per_example["NumPy by hand, batched"]
     ratios["eager loop"] = per_example["loop of grad (eager)"] / vmapped
     ratios["jitted loop"] = per_example["loop of jit(grad)"] / vmapped
     return ratios
@@ -224,17 +225,21 @@ def test_compiled_rows_say_what_the_chapter_says(results):
     r = compiled_ratios(compiled)
     met = [row["workload"] for row in compiled["goals"] if compiled_met(row)]
     missed = [row["workload"] for row in compiled["goals"] if compiled_met(row) is False]
-    # "All six goals are met, the two for the training step included."
-    assert len(met) == 6 and not missed
-    # the compiled code alone beats the hand-written step; the guarded call costs "under a tenth"
-    # at batch 16 and "about a twentieth" at batch 256; the goals allow "about half as much again"
+    # "All seven goals are met, and the jitted training step runs a little faster than the
+    # hand-written one at both batch sizes."
+    assert len(met) == 7 and not missed
+    steps = compiled["mlp_step"]["seconds"]
+    assert all(0.9 < t["jit(step)"] / t["NumPy by hand"] < 1 for t in steps.values())
+    # the compiled code alone beats the hand-written step; the guarded call costs "about a tenth"
+    # at batch 16 and "less at batch 256"; the goals allow "more than half as much again"
     assert r["code 16"] < 1 and r["code 256"] < 1
-    assert r["call 16"] < 0.1 and 0.035 < r["call 256"] < 0.065
-    assert 1.3 < r["allowed 16"] < 1.8 and 1.3 < r["allowed 256"] < 1.8
+    assert 0.07 < r["call 16"] < 0.13 and r["call 256"] < r["call 16"]
+    assert r["allowed 16"] > 1.5 and r["allowed 256"] > 1.5
     assert 0.15 < r["chain"] < 0.2, "the chapter: just under a fifth of PyTorch eager's cost per op"
-    assert 1.0 < r["vmap"] < 1.1, "the chapter: less than a tenth slower than NumPy by hand"
+    assert 0.9 < r["vmap"] < 1.15, "the chapter: about as fast as NumPy by hand"
+    assert r["labels"] < r["vmap"], "the chapter: with integer labels a little faster still"
     assert r["eager loop"] > 100 and 15 < r["jitted loop"] < 30, "more than a hundred times; about twenty times"
-    assert 1.0 < compiled["trace_and_compile_seconds"] * 1e3 < 1.5, "the chapter: a little over a millisecond"
+    assert 1.5 < compiled["trace_and_compile_seconds"] * 1e3 < 2.5, "the chapter: about two milliseconds"
 
 
 def compiled_met(row: dict) -> bool | None:
@@ -346,27 +351,29 @@ def test_chapter_displays_the_compiled_rows(chapter, results):
     prose = " ".join(section.split())
     met = sum(compiled_met(row) is True for row in compiled["goals"])
     assert (
-        "All six goals are met"
-        if met == 6
-        else f"{['No', 'One', 'Two', 'Three', 'Four', 'Five'][met]} of the six goals are met"
+        "All seven goals are met"
+        if met == 7
+        else f"{['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six'][met]} of the seven goals are met"
     ) in prose
     for phrase in (
-        "under a tenth of the hand-written step at batch 16 and about a twentieth at batch 256",
-        "the goals would allow about half as much again",
+        "runs a little faster than the hand-written one at both batch sizes",
+        "about a tenth of the hand-written step at batch 16 and less at batch 256",
+        "the goals would allow more than half as much again",
         "just under a fifth of PyTorch's eager cost per operation",
         "about three NumPy calls per operation",
         "more than a hundred times faster than the loop",
-        "less than a tenth slower than the batched formula",
+        "about as fast as the batched formula written by hand; with integer labels it is a little faster",
         "about twenty times slower than `vmap`",
         "some twenty NumPy calls",
-        "a little over a millisecond",
+        "takes about two milliseconds",
     ):
         assert phrase in prose, phrase
     summary = " ".join(prose_section(markdown(chapter), "Summary").split())
     for phrase in (
         "more than a hundred times faster than a loop",
         "under a fifth of PyTorch eager's",
-        "keep the call's own cost under a tenth of the step at batch 16",
+        "beats hand-written NumPy at both batch sizes",
+        "keep the call's own cost to about a tenth of the step at batch 16",
     ):
         assert phrase in summary, phrase
 

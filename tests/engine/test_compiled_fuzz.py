@@ -5,9 +5,10 @@ A program is a list of steps over a growing list of values: the two arguments ``
 and ``y`` (3,), Tensors the function closes over (requiring grad or not, ones, zeros,
 equal to each other) and every step's result. Steps are ops of the table with operands
 whose shapes broadcast (or multiply, for matmul and affine), axes (negative, tuples,
-keepdims), static numbers (-0.0 and NaN among them), ``detach`` and ``no_grad``; the
-function returns some values, one of them
-maybe twice, and a ``None``. Properties, each on a fresh draw:
+keepdims), static numbers (-0.0 and NaN among them), ``detach`` and ``no_grad``, and
+indexing with the third argument ``labels``, two integers in {0, 1}: traced data, as class
+labels are (``take`` and its VJP ``put``, repeated positions included). The function
+returns some values, one of them maybe twice, and a ``None``. Properties, each on a fresh draw:
 
 - ``jit(f) == f`` bit for bit, at a first call and at a second one with new arguments and
   new values of the closed-over Tensors (no new trace);
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -123,7 +125,9 @@ def programs(draw: Any) -> dict[str, Any]:
     shapes: list[tuple[int, ...] | None] = [(2, 3), (3,)] + [c["shape"] for c in consts]
     steps = []
     for _ in range(draw(st.integers(1, 7))):
-        kind = draw(st.sampled_from(["unary", "binary", "binary", "static", "reduce", "shape", "index", "where"]))
+        kind = draw(
+            st.sampled_from(["unary", "binary", "binary", "static", "reduce", "shape", "index", "label", "where"])
+        )
         a = draw(st.integers(0, len(shapes) - 1))
         if kind == "unary":
             name = draw(st.sampled_from(sorted(UNARY)))
@@ -153,6 +157,10 @@ def programs(draw: Any) -> dict[str, Any]:
             name = draw(st.sampled_from(["first", "last", "mask", "pick"]))
             step = ("index", name, a)
             shape = _shape_of(_INDEX_OPS[name], shapes[a])  # type: ignore[arg-type]
+        elif kind == "label":
+            name = draw(st.sampled_from(sorted(_LABEL_OPS)))
+            step = ("label", name, a)
+            shape = _shape_of(lambda v, name=name: _LABEL_OPS[name](v, PROBE), shapes[a])  # type: ignore[arg-type]
         else:
             b = draw(st.integers(0, len(shapes) - 1))
             step = ("where", "where", a, b)
@@ -179,6 +187,28 @@ _INDEX_OPS: dict[str, Callable[[Tensor], Tensor]] = {
 }
 
 
+_LABEL_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "rows": lambda a, k: a[np.arange(2), k] if a.ndim == 2 and a.shape[0] == 2 else a,  # cross_entropy's pick
+    "take": lambda a, k: a[k] if a.ndim else a,  # along axis 0: a label twice picks a row twice
+    "last": lambda a, k: a[..., k] if a.ndim else a,
+    "nll": lambda a, k: -_log_softmax(a)[np.arange(2), k] if a.ndim == 2 and a.shape[0] == 2 else a,  # cross_entropy
+}
+"""Indexing with the integer argument ``k`` (for Tensors and JAX arrays alike)."""
+PROBE = np.array([0, 1])
+
+
+def _log_softmax(a: Any) -> Any:
+    """The log-softmax over the last axis, of a Tensor or a JAX array."""
+    if isinstance(a, Tensor):
+        return a.log_softmax(axis=-1)
+    import jax
+
+    return jax.nn.log_softmax(a, axis=-1)
+
+
+"""Labels that reach both values: a step whose axis is too short for them is not drawn."""
+
+
 def _static(name: str, v: Any, s: float) -> Any:
     """``v`` combined with the static number ``s`` (for Tensors and JAX arrays alike)."""
     return {"mul": lambda: v * s, "add": lambda: v + s, "rsub": lambda: s - v, "div": lambda: v / (s * s + 1.0)}[name]()
@@ -192,7 +222,7 @@ def _where(a: Tensor, b: Tensor) -> Tensor:
 def build(spec: dict[str, Any], consts: list[Tensor]) -> Callable[..., Any]:
     """The function of ``spec``, closing over ``consts``: returns its outputs and a None."""
 
-    def f(x: Tensor, y: Tensor) -> Any:
+    def f(x: Tensor, y: Tensor, labels: Any) -> Any:
         values = [x, y, *consts]
         for step in spec["steps"]:
             kind, name, a = step[:3]
@@ -208,6 +238,8 @@ def build(spec: dict[str, Any], consts: list[Tensor]) -> Callable[..., Any]:
                 out = _SHAPE_OPS[name](values[a])
             elif kind == "index":
                 out = _INDEX_OPS[name](values[a])
+            elif kind == "label":
+                out = _LABEL_OPS[name](values[a], labels)
             else:
                 out = _where(values[a], values[step[3]])
             values.append(out)
@@ -220,9 +252,9 @@ def build(spec: dict[str, Any], consts: list[Tensor]) -> Callable[..., Any]:
 def loss_of(f: Callable[..., Any]) -> Callable[..., Tensor]:
     """A scalar of all of ``f``'s Tensor results (weighted, so none cancels another)."""
 
-    def loss(x: Tensor, y: Tensor) -> Tensor:
+    def loss(x: Tensor, y: Tensor, labels: Any) -> Tensor:
         total = (x * 0.0).sum() + (y * 0.0).sum()
-        for k, out in enumerate(f(x, y)):
+        for k, out in enumerate(f(x, y, labels)):
             if isinstance(out, Tensor):
                 total = total + (out * (k + 1.0)).sum()
         return total
@@ -241,6 +273,30 @@ def make_consts(spec: dict[str, Any], rng: np.random.Generator) -> list[Tensor]:
     return consts
 
 
+@dataclass
+class Case:
+    """One drawn program: the Tensors it closes over, its function ``f``, ``loss_of(f)``, and the
+    generator that drew the Tensors' values, for the inputs and any new values."""
+
+    rng: np.random.Generator
+    consts: list[Tensor]
+    f: Callable[..., Any]
+    loss: Callable[..., Tensor]
+
+    def inputs(self, lead: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``x``, ``y`` and ``labels`` (with leading batch axes ``lead``), drawn afresh."""
+        rng = self.rng
+        return rng.normal(size=lead + (2, 3)), rng.normal(size=lead + (3,)), rng.integers(0, 2, size=lead + (2,))
+
+
+def loss_case(spec: dict[str, Any], seed: int) -> Case:
+    """The program of ``spec``, closing over Tensors drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    consts = make_consts(spec, rng)
+    f = build(spec, consts)
+    return Case(rng, consts, f, loss_of(f))
+
+
 def same(a: Any, b: Any) -> bool:
     """Bit for bit (any NaN equals any NaN; -0.0 is not 0.0)."""
     if a is None or b is None:
@@ -257,90 +313,87 @@ def close(a: Any, b: Any) -> bool:
     return a.shape == b.shape and np.allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True)
 
 
-def draw_inputs(rng: np.random.Generator, lead: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
-    return rng.normal(size=lead + (2, 3)), rng.normal(size=lead + (3,))
-
-
 @FUZZ
 @given(programs(), st.integers(0, 2**32 - 1))
 def test_jit_equals_eager_at_two_calls_and_the_passes_keep_values(spec: dict[str, Any], seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    consts = make_consts(spec, rng)
-    f = build(spec, consts)
-    jf = jit(f)
+    case = loss_case(spec, seed)
+    f, jf = case.f, jit(case.f)
     for call in range(2):
-        x, y = draw_inputs(rng)
+        x, y, labels = case.inputs()
         with no_grad(), np.errstate(all="ignore"):
-            eager, compiled = f(Tensor(x), Tensor(y)), jf(x, y)
+            eager, compiled = f(Tensor(x), Tensor(y), labels), jf(x, y, labels)
             assert all(same(a, b) for a, b in zip(eager, compiled)), (call, spec)
-            program = make_program(f, x, y)
-            assert all(same(a, b) for a, b in zip(evaluate(program, x, y), evaluate(simplify(program), x, y)))
-        for c in consts:  # new values for the closed-over Tensors: the next call must see them
-            c.data = rng.normal(size=c.shape)
+            program = make_program(f, x, y, labels)
+            simplified = simplify(program)
+            assert all(same(a, b) for a, b in zip(evaluate(program, x, y, labels), evaluate(simplified, x, y, labels)))
+        for c in case.consts:  # new values for the closed-over Tensors: the next call must see them
+            c.data = case.rng.normal(size=c.shape)
     assert len(jf.cache) == 1
 
 
 @FUZZ
 @given(programs(), st.integers(0, 2**32 - 1))
 def test_grad_of_jit_equals_grad_bit_for_bit(spec: dict[str, Any], seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    consts = make_consts(spec, rng)
-    loss = loss_of(build(spec, consts))
-    x, y = draw_inputs(rng)
+    case = loss_case(spec, seed)
+    loss, (x, y, labels) = case.loss, case.inputs()
     with np.errstate(all="ignore"):
-        ours = grad(jit(loss), argnum=(0, 1))(x, y)
-        eager = grad(loss, argnum=(0, 1))(x, y)
+        ours = grad(jit(loss), argnum=(0, 1))(x, y, labels)
+        eager = grad(loss, argnum=(0, 1))(x, y, labels)
         assert all(same(a, b) for a, b in zip(ours, eager)), spec
+        with no_grad():  # the compiled gradient: the program of grad, simplified and folded
+            compiled = jit(grad(loss, argnum=(0, 1)))(x, y, labels)
+        assert all(same(a, b) for a, b in zip(compiled, eager)), spec
         grads = []
         for run in (loss, jit(loss)):
-            for c in consts:
+            for c in case.consts:
                 c.grad = None
-            run(Tensor(x, requires_grad=True), Tensor(y, requires_grad=True)).backward()
-            grads.append([c.grad for c in consts])
+            run(Tensor(x, requires_grad=True), Tensor(y, requires_grad=True), labels).backward()
+            grads.append([c.grad for c in case.consts])
         assert all(same(a, b) for a, b in zip(*grads)), spec
 
 
 @FUZZ
-@given(programs(), st.integers(0, 2**32 - 1), st.sampled_from([(0, 0), (0, None), (None, 0), (1, 0)]))
+@given(
+    programs(),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([(0, 0, 0), (0, None, 0), (None, 0, None), (1, 0, 0), (0, 0, None)]),
+)
 def test_vmap_equals_a_loop_and_vmap_of_grad_the_per_example_gradients(
     spec: dict[str, Any], seed: int, in_axes: tuple
 ) -> None:
-    rng = np.random.default_rng(seed)
-    consts = make_consts(spec, rng)
-    f = build(spec, consts)
-    xs, ys = draw_inputs(rng, (2,))
+    case = loss_case(spec, seed)
+    f = case.f
+    xs, ys, ks = case.inputs((2,))
     if in_axes[0] == 1:
         xs = xs.transpose(1, 0, 2)  # the batch on axis 1
     with np.errstate(all="ignore"):
 
-        def example(k: int) -> tuple:
-            x = xs[:, k] if in_axes[0] == 1 else (xs[k] if in_axes[0] == 0 else xs[0])
-            y = ys[k] if in_axes[1] == 0 else ys[0]
-            return x, y
+        def example(n: int) -> tuple:
+            x = xs[:, n] if in_axes[0] == 1 else (xs[n] if in_axes[0] == 0 else xs[0])
+            return x, ys[n] if in_axes[1] == 0 else ys[0], ks[n] if in_axes[2] == 0 else ks[0]
 
-        args = (xs if in_axes[0] is not None else xs[0], ys if in_axes[1] is not None else ys[0])
+        args = tuple(a if axis is not None else a[0] for a, axis in zip((xs, ys, ks), in_axes))
         batched = vmap(f, in_axes=in_axes)(*args)
-        loop = [f(*map(Tensor, example(k))) for k in range(2)]
+        loop = [f(*map(Tensor, example(n)[:2]), example(n)[2]) for n in range(2)]
         for i, out in enumerate(batched):
             if out is None:
                 continue
             assert close(out, np.stack([r[i].data for r in loop])), spec
-        loss = loss_of(f)
-        per_example = vmap(grad(loss, argnum=(0, 1)), in_axes=in_axes)(*args)
-        loop_grads = [grad(loss, argnum=(0, 1))(*example(k)) for k in range(2)]
+        per_example = vmap(grad(case.loss, argnum=(0, 1)), in_axes=in_axes)(*args)
+        loop_grads = [grad(case.loss, argnum=(0, 1))(*example(n)) for n in range(2)]
         for i in range(2):
             assert close(per_example[i], np.stack([g[i].data for g in loop_grads])), spec
-        nested = vmap(vmap(f))(np.stack([xs if in_axes[0] != 1 else xs.transpose(1, 0, 2)] * 2), np.stack([ys] * 2))
-        assert close(nested[0][1][0], f(Tensor(example(0)[0] if in_axes[0] is not None else xs[0]), Tensor(ys[0]))[0])
+        unbatched = xs.transpose(1, 0, 2) if in_axes[0] == 1 else xs
+        nested = vmap(vmap(f))(np.stack([unbatched] * 2), np.stack([ys] * 2), np.stack([ks] * 2))
+        assert close(nested[0][1][0], f(Tensor(unbatched[0]), Tensor(ys[0]), ks[0])[0])
 
 
 @FUZZ
 @given(programs(), st.integers(0, 2**32 - 1))
 def test_transpose_of_linearize_is_the_gradient(spec: dict[str, Any], seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    consts = make_consts(spec, rng)
-    loss = loss_of(build(spec, consts))
-    x, y = draw_inputs(rng)
+    case = loss_case(spec, seed)
+    x, y, labels = case.inputs()
+    loss = lambda x, y: case.loss(x, y, labels)  # noqa: E731  (linearize takes float arguments only)
     with np.errstate(all="ignore"):
         (value,), linear = linearize(loss, x, y)
         assert same(value, loss(Tensor(x), Tensor(y)))
@@ -405,7 +458,7 @@ def jax_function(spec: dict[str, Any], consts: list[np.ndarray]) -> Callable[...
         "pick": lambda a: a[np.array([0, 0])] if a.ndim else a,
     }
 
-    def loss(x: Any, y: Any) -> Any:
+    def loss(x: Any, y: Any, labels: Any) -> Any:
         values = [x, y, *map(jnp.asarray, consts)]
         for step in spec["steps"]:
             kind, name, a = step[:3]
@@ -422,6 +475,8 @@ def jax_function(spec: dict[str, Any], consts: list[np.ndarray]) -> Callable[...
                 out = shape_ops[name](v)
             elif kind == "index":
                 out = index_ops[name](v)
+            elif kind == "label":
+                out = _LABEL_OPS[name](v, labels)
             else:
                 b = values[step[3]]
                 shape = jnp.broadcast_shapes(v.shape, b.shape)
@@ -439,14 +494,12 @@ def jax_function(spec: dict[str, Any], consts: list[np.ndarray]) -> Callable[...
 def test_jit_and_grad_agree_with_jax(spec: dict[str, Any], seed: int) -> None:
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
-    rng = np.random.default_rng(seed)
-    consts = make_consts(spec, rng)
-    loss = loss_of(build(spec, consts))
-    x, y = draw_inputs(rng)
+    case = loss_case(spec, seed)
+    loss, (x, y, labels) = case.loss, case.inputs()
     with np.errstate(all="ignore"):
-        reference = jax_function(spec, [c.data for c in consts])
-        value, grads = jax.value_and_grad(reference, argnums=(0, 1))(x, y)
+        reference = jax_function(spec, [c.data for c in case.consts])
+        value, grads = jax.value_and_grad(reference, argnums=(0, 1))(x, y, labels)
         with no_grad():
-            assert close(jit(loss)(x, y), np.asarray(value)), spec
-        ours = grad(jit(loss), argnum=(0, 1))(x, y)
+            assert close(jit(loss)(x, y, labels), np.asarray(value)), spec
+        ours = grad(jit(loss), argnum=(0, 1))(x, y, labels)
         assert all(close(a, np.asarray(b)) for a, b in zip(ours, grads)), spec

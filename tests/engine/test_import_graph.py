@@ -93,6 +93,7 @@ def test_course_lib_imports_in_one_direction_and_scalars_know_no_tensors():
     graph = import_graph(PACKAGE)
     assert {"course_lib.tensor.core", "course_lib.check", "course_lib.functional"} <= set(graph)
     assert "course_lib.tensor.table" in graph["course_lib.tensor.core"]  # the graph does see edges
+    assert "course_lib.tensor.backprop" in graph["course_lib.tensor.core"]  # Tensor.backward runs the sweep
     assert violations(PACKAGE) == []
 
 
