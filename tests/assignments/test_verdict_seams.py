@@ -530,6 +530,55 @@ def transpose(linear):
     return Program(trace.inputs, trace.equations, outputs)
 """
 
+# Answers that knew the test's inputs: they were drawn with default_rng(len(equations)), so a
+# compile_program (beside a jit that runs evaluate) could return the outputs at those inputs as
+# constants, and a transpose the VJP at those cotangents as constant outputs.
+COMPILED_FOR_KNOWN_INPUTS = """
+def compile_program(program):
+    # The outputs at the inputs the test drew (default_rng(len(equations))), as constants.
+    rng = np.random.default_rng(len(program.equations))
+    arrays = [rng.uniform(-1.0, 1.0, v.shape) for v in program.inputs]
+    namespace = {"np": np}
+    for k, value in enumerate(evaluate(program, *arrays)):
+        namespace[f"c{k}"] = value
+    names = ", ".join(f"v{k}" for k in range(len(program.inputs)))
+    source = f"def compiled({names}):\\n    return (" + "".join(f"c{k}, " for k in range(len(program.outputs))) + ")\\n"
+    exec(source, namespace)
+    return namespace["compiled"], source
+"""
+
+JIT_BY_EVALUATE = """
+def jit(f):
+    cache = {}
+
+    def jitted(*args):
+        shapes = tuple(np.shape(a) for a in args)
+        if shapes not in cache:
+            cache[shapes] = make_program(f, *args)
+        return tuple(evaluate(cache[shapes], *args))
+
+    return jitted
+"""
+
+TRANSPOSE_FOR_KNOWN_COTANGENTS = """
+def transpose(linear):
+    # The VJP at the cotangents the test drew (default_rng(len(equations))), as constant outputs.
+    rng = np.random.default_rng(len(linear.equations))
+    cts = [rng.uniform(-1.0, 1.0, np.shape(o)) for o in linear.outputs]
+    grads = []
+    for k, v in enumerate(linear.inputs):
+        g = np.zeros(v.shape)
+        for j in range(g.size):
+            unit = [np.zeros(u.shape) for u in linear.inputs]
+            unit[k].reshape(-1)[j] = 1.0
+            g.reshape(-1)[j] = sum(float((y * w).sum()) for y, w in zip(evaluate(linear, *unit), cts))
+        grads.append(g)
+    trace = Trace()
+    for o in linear.outputs:
+        trace.new_input(np.shape(o))
+    return Program(trace.inputs, trace.equations, grads)
+"""
+
 # Honest idioms the checks of the source and of the constants must accept: a source with other
 # names, a docstring, sum's axis passed by position, return without parentheses, a number kept as a
 # float in exec's namespace; a transpose with neg as mul by -1, sum spread back by mul with ones,
@@ -625,17 +674,29 @@ def transpose(linear):
             {"compile_program": COMPILED_BY_EVALUATE, "transpose": TRANSPOSE_OF_THE_JACOBIAN},
             {"test_jit": 0, "test_transpose": 0},
         ),
+        (
+            {
+                "compile_program": COMPILED_FOR_KNOWN_INPUTS,
+                "jit": JIT_BY_EVALUATE,
+                "transpose": TRANSPOSE_FOR_KNOWN_COTANGENTS,
+            },
+            {"test_jit": 0, "test_transpose": 0},
+        ),
     ],
-    ids=["jit_sets_its_count", "evaluate_and_jacobian"],
+    ids=["jit_sets_its_count", "evaluate_and_jacobian", "known_inputs"],
 )
 def test_ps12_shortcuts_past_the_work_score_nothing_and_honest_idioms_full(answers, points):
     """Fair: 0 for each part an answer skips (5/5 and 6/6 before the tests counted traces in the
-    judge, worked out the compiled source and read the transpose's constants); full marks for
-    the honest idioms (test_jit fails on the jit's count, after the visible compile checks)."""
+    judge, worked out the compiled source, read the transpose's constants and drew fresh inputs);
+    full marks for the honest idioms (test_jit fails on the jit's count, after the visible
+    compile checks)."""
     got = grade("ps12_tracing", answers, set(points), 60)
     assert {part: got[part][0] for part in points} == points, got
-    if "jit" in answers:
+    if answers.get("jit") is JIT_SETS_ITS_COUNT:
         assert "must not trace again" in got["test_jit"][1], got
+    elif "jit" in answers:
+        assert "the source of the compiled program of wave: output 0" in got["test_jit"][1], got
+        assert "output 0 is the constant" in got["test_transpose"][1], got
     else:
         assert "the source is one function" in got["test_jit"][1], got
         assert "none of the program's constants" in got["test_transpose"][1], got
