@@ -474,3 +474,229 @@ def test_a_subclass_of_a_course_lib_class_is_taken_for_it():
     """Fair (Jupyter): 3/3."""
     got = grade("ps12_tracing", {"eliminate_dead_code": PRUNED_PROGRAM}, {"test_eliminate_dead_code"}, 60)
     assert got["test_eliminate_dead_code"][0] == 3, got
+
+
+# ps12: shortcuts past parts 4 and 5. A jit that traces on every call but sets the count the
+# test once read from the student's side (a Counted object's .calls); a compile_program whose
+# function is course_lib's evaluate behind a made-up source (bit for bit the same numbers); a
+# transpose made of the program's Jacobian, computed with evaluate at unit inputs.
+JIT_SETS_ITS_COUNT = """
+def jit(f):
+    shapes_seen = {}
+
+    def jitted(*args):
+        shapes_seen.setdefault(tuple(np.shape(a) for a in args), None)
+        function, _ = compile_program(make_program(f, *args))  # traces every call
+        try:
+            f.calls = len(shapes_seen)
+        except Exception:
+            pass
+        return function(*args)
+
+    return jitted
+"""
+
+COMPILED_BY_EVALUATE = """
+def compile_program(program):
+    def compiled(*arrays):
+        return tuple(evaluate(program, *arrays))
+
+    return compiled, "def compiled(*vs):\\n    return vs\\n"
+"""
+
+TRANSPOSE_OF_THE_JACOBIAN = """
+def transpose(linear):
+    sizes = [int(np.prod(v.shape)) for v in linear.inputs]
+    columns = []
+    for k, n in enumerate(sizes):
+        for j in range(n):
+            unit = [np.zeros(v.shape) for v in linear.inputs]
+            unit[k].reshape(-1)[j] = 1.0
+            columns.append(np.concatenate([np.ravel(y) for y in evaluate(linear, *unit)]))
+    jacobian, trace, flat = np.array(columns).T, Trace(), []
+    for o in linear.outputs:
+        ct = trace.new_input(o.shape).var
+        flat.append(trace.record("reshape", [ct], ((int(np.prod(o.shape)),),), (int(np.prod(o.shape)),)).var)
+    outputs, start = [], 0
+    for v, n in zip(linear.inputs, sizes):
+        total, row = None, 0
+        for ct in flat:
+            block = jacobian[row:row + ct.shape[0], start:start + n].T.copy()
+            row += ct.shape[0]
+            share = trace.record("matmul", [block, ct], (), (n,)).var
+            total = share if total is None else trace.record("add", [total, share], (), (n,)).var
+        start += n
+        outputs.append(trace.record("reshape", [total], (v.shape,), v.shape).var)
+    return Program(trace.inputs, trace.equations, outputs)
+"""
+
+# Answers that knew the test's inputs: they were drawn with default_rng(len(equations)), so a
+# compile_program (beside a jit that runs evaluate) could return the outputs at those inputs as
+# constants, and a transpose the VJP at those cotangents as constant outputs.
+COMPILED_FOR_KNOWN_INPUTS = """
+def compile_program(program):
+    # The outputs at the inputs the test drew (default_rng(len(equations))), as constants.
+    rng = np.random.default_rng(len(program.equations))
+    arrays = [rng.uniform(-1.0, 1.0, v.shape) for v in program.inputs]
+    namespace = {"np": np}
+    for k, value in enumerate(evaluate(program, *arrays)):
+        namespace[f"c{k}"] = value
+    names = ", ".join(f"v{k}" for k in range(len(program.inputs)))
+    source = f"def compiled({names}):\\n    return (" + "".join(f"c{k}, " for k in range(len(program.outputs))) + ")\\n"
+    exec(source, namespace)
+    return namespace["compiled"], source
+"""
+
+JIT_BY_EVALUATE = """
+def jit(f):
+    cache = {}
+
+    def jitted(*args):
+        shapes = tuple(np.shape(a) for a in args)
+        if shapes not in cache:
+            cache[shapes] = make_program(f, *args)
+        return tuple(evaluate(cache[shapes], *args))
+
+    return jitted
+"""
+
+TRANSPOSE_FOR_KNOWN_COTANGENTS = """
+def transpose(linear):
+    # The VJP at the cotangents the test drew (default_rng(len(equations))), as constant outputs.
+    rng = np.random.default_rng(len(linear.equations))
+    cts = [rng.uniform(-1.0, 1.0, np.shape(o)) for o in linear.outputs]
+    grads = []
+    for k, v in enumerate(linear.inputs):
+        g = np.zeros(v.shape)
+        for j in range(g.size):
+            unit = [np.zeros(u.shape) for u in linear.inputs]
+            unit[k].reshape(-1)[j] = 1.0
+            g.reshape(-1)[j] = sum(float((y * w).sum()) for y, w in zip(evaluate(linear, *unit), cts))
+        grads.append(g)
+    trace = Trace()
+    for o in linear.outputs:
+        trace.new_input(np.shape(o))
+    return Program(trace.inputs, trace.equations, grads)
+"""
+
+# Honest idioms the checks of the source and of the constants must accept: a source with other
+# names, a docstring, sum's axis passed by position, return without parentheses, a number kept as a
+# float in exec's namespace; a transpose with neg as mul by -1, sum spread back by mul with ones,
+# and constants broadcast or transposed with NumPy.
+HONEST_COMPILE_PROGRAM = """
+def compile_program(program):
+    '''Another idiom: sum's params by position, no parentheses on return.'''
+    names, constants = {}, {}
+    for k, v in enumerate(program.inputs):
+        names[id(v)] = "x%d" % k
+
+    def ref(a):
+        if isinstance(a, Var):
+            return names[id(a)]
+        key = "k%d" % len(constants)
+        constants[key] = float(a) if a.ndim == 0 else a
+        return key
+
+    body = ["    'compiled by hand'"]
+    functions = dict(add="np.add", mul="np.multiply", neg="np.negative", exp="np.exp", sin="np.sin")
+    for e in program.equations:
+        args = ", ".join(ref(a) for a in e.args)
+        out = "t%d" % len(names)
+        names[id(e.out)] = out
+        if e.op == "sum":
+            body.append(f"    {out} = np.sum({args}, {e.params[0]!r}, keepdims={e.params[1]})")
+        else:
+            body.append(f"    {out} = {functions[e.op]}({args})")
+    outs = [ref(o) for o in program.outputs]
+    body.append("    return " + ", ".join(outs) + ("," if len(outs) == 1 else ""))
+    source = "def f(" + ", ".join(names[id(v)] for v in program.inputs) + "):\\n" + "\\n".join(body) + "\\n"
+    scope = dict(np=np, **constants)
+    exec(source, scope)
+    return scope["f"], source
+"""
+
+HONEST_TRANSPOSE = """
+def transpose(linear):
+    trace = Trace()
+    cts = {}
+
+    def add_to(v, ct):
+        cts[v] = trace.record("add", [cts[v], ct], (), v.shape).var if v in cts else ct
+
+    def down(ct, shape):
+        while len(ct.shape) > len(shape):
+            ct = trace.record("sum", [ct], (0, False), ct.shape[1:]).var
+        for k, n in enumerate(shape):
+            if n == 1 and ct.shape[k] != 1:
+                kept = tuple(1 if j == k else m for j, m in enumerate(ct.shape))
+                ct = trace.record("sum", [ct], (k, True), kept).var
+        return ct
+
+    for o in linear.outputs:
+        add_to(o, trace.new_input(o.shape).var)
+    for e in reversed(linear.equations):
+        if e.out not in cts:
+            continue
+        ct = cts.pop(e.out)
+        if e.op == "add":
+            for a in e.args:
+                add_to(a, down(ct, a.shape))
+        elif e.op == "neg":
+            add_to(e.args[0], trace.record("mul", [ct, np.array(-1.0)], (), ct.shape).var)
+        elif e.op == "mul":
+            x, c = (e.args[0], e.args[1]) if isinstance(e.args[0], Var) else (e.args[1], e.args[0])
+            full = np.broadcast_to(c, e.out.shape)
+            add_to(x, down(trace.record("mul", [ct, full], (), e.out.shape).var, x.shape))
+        elif e.op == "sum":
+            x = e.args[0]
+            axis, keepdims = e.params
+            axes = range(len(x.shape)) if axis is None else [a % len(x.shape) for a in np.atleast_1d(axis)]
+            kept = tuple(1 if k in axes else n for k, n in enumerate(x.shape))
+            if not keepdims:
+                ct = trace.record("reshape", [ct], (kept,), kept).var
+            add_to(x, trace.record("mul", [ct, np.ones(x.shape)], (), x.shape).var)
+        elif isinstance(e.args[0], Var):
+            add_to(e.args[0], trace.record("matmul", [ct, np.ascontiguousarray(e.args[1].T)], (), e.args[0].shape).var)
+        else:
+            add_to(e.args[1], trace.record("matmul", [np.transpose(e.args[0]), ct], (), e.args[1].shape).var)
+    return Program(trace.inputs, trace.equations, [cts.get(v, np.zeros(v.shape)) for v in linear.inputs])
+"""
+
+
+@pytest.mark.parametrize(
+    ("answers", "points"),
+    [
+        (
+            {"jit": JIT_SETS_ITS_COUNT, "compile_program": HONEST_COMPILE_PROGRAM, "transpose": HONEST_TRANSPOSE},
+            {"test_jit": 0, "test_transpose": 6},
+        ),
+        (
+            {"compile_program": COMPILED_BY_EVALUATE, "transpose": TRANSPOSE_OF_THE_JACOBIAN},
+            {"test_jit": 0, "test_transpose": 0},
+        ),
+        (
+            {
+                "compile_program": COMPILED_FOR_KNOWN_INPUTS,
+                "jit": JIT_BY_EVALUATE,
+                "transpose": TRANSPOSE_FOR_KNOWN_COTANGENTS,
+            },
+            {"test_jit": 0, "test_transpose": 0},
+        ),
+    ],
+    ids=["jit_sets_its_count", "evaluate_and_jacobian", "known_inputs"],
+)
+def test_ps12_shortcuts_past_the_work_score_nothing_and_honest_idioms_full(answers, points):
+    """Fair: 0 for each part an answer skips (5/5 and 6/6 before the tests counted traces in the
+    judge, worked out the compiled source, read the transpose's constants and drew fresh inputs);
+    full marks for the honest idioms (test_jit fails on the jit's count, after the visible
+    compile checks)."""
+    got = grade("ps12_tracing", answers, set(points), 60)
+    assert {part: got[part][0] for part in points} == points, got
+    if answers.get("jit") is JIT_SETS_ITS_COUNT:
+        assert "must not trace again" in got["test_jit"][1], got
+    elif "jit" in answers:
+        assert "the source of the compiled program of wave: output 0" in got["test_jit"][1], got
+        assert "output 0 is the constant" in got["test_transpose"][1], got
+    else:
+        assert "the source is one function" in got["test_jit"][1], got
+        assert "none of the program's constants" in got["test_transpose"][1], got
