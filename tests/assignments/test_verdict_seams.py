@@ -700,3 +700,80 @@ def test_ps12_shortcuts_past_the_work_score_nothing_and_honest_idioms_full(answe
     else:
         assert "the source is one function" in got["test_jit"][1], got
         assert "none of the program's constants" in got["test_transpose"][1], got
+
+
+# Shortcuts that skip the work a part is about (issue 27, "tests that a shortcut passes").
+# ps10: the PyTorch parts answered with course_lib (the read-only reference_course and a copy of
+# the test's reference_training): right to 1e-9, but no PyTorch at all.
+COURSE_LIB_FOR_TORCH = {
+    "torch_loss_and_grads": "def torch_loss_and_grads(params, X, y):\n    return reference_course(params, X, y)\n",
+    "torch_training": """
+def torch_training(params, X, y, lr, steps):
+    from course_lib.functional import value_and_grad
+
+    names, values = list(params), [np.array(v, dtype=float) for v in params.values()]
+    step = value_and_grad(lambda *p: mlp_loss(dict(zip(names, p)), ct.Tensor(X), ct.Tensor(y)), argnum=(0, 1, 2, 3))
+    losses = []
+    for _ in range(steps + 1):
+        loss, grads = step(*values)
+        losses.append(loss.item())
+        values = [v - lr * g.data for v, g in zip(values, grads)]
+    return losses
+""",
+}
+
+
+def test_ps10_pytorch_parts_answered_with_course_lib_score_nothing():
+    """Fair: 0/2 and 0/3 (the parts compare course_lib with PyTorch)."""
+    got = grade(
+        "ps10_pytorch_comparison", COURSE_LIB_FOR_TORCH, {"test_torch_loss_and_grads", "test_torch_training"}, 60
+    )
+    assert got["test_torch_loss_and_grads"][0] == 0 and got["test_torch_training"][0] == 0, got
+    assert "to the last bit" in got["test_torch_loss_and_grads"][1], got
+
+
+# ps11: forward mode by the notebook's reverse sweep (one pass of f), and a cost_ratio that looks
+# the visible methods up by name instead of counting the method's operations.
+PS11_SHORTCUTS = {
+    "gradient_by_forward_mode": """
+def gradient_by_forward_mode(f, x):
+    leaves = [Var(Num(v)) for v in x]
+    backward(f(leaves))
+    return [leaf.grad.value for leaf in leaves]
+""",
+    "cost_ratio": """
+def cost_ratio(method, f, x):
+    _, f_ops = count_ops(f, [Num(v) for v in x])
+    return {"twice": 2.0, "nothing": 0.0, "squared": 1 + len(x) / f_ops}[method.__name__]
+""",
+}
+
+
+def test_ps11_forward_mode_by_a_reverse_sweep_and_ratios_by_name_score_nothing():
+    got = grade("ps11_cheap_gradient", PS11_SHORTCUTS, {"test_gradient_by_forward_mode", "test_cost_ratio"})
+    assert (
+        got["test_gradient_by_forward_mode"][0] == 0
+        and "one pass with Duals" in got["test_gradient_by_forward_mode"][1]
+    )
+    assert got["test_cost_ratio"][0] == 0, got
+
+
+# ps09: each Jacobian part answered with the other part's method (one answer, twice the points).
+SWAPPED_JACOBIANS = {
+    "jacobian_by_jvps": """
+def jacobian_by_jvps(f, x):
+    y, vjp_fn = vjp(f, x)
+    return np.stack([vjp_fn(np.eye(y.shape[0])[i]).data for i in range(y.shape[0])])
+""",
+    "jacobian_by_vjps": """
+def jacobian_by_vjps(f, x):
+    return np.stack([jvp(f, (x,), (e,))[1].data for e in np.eye(len(x))], axis=1)
+""",
+}
+
+
+def test_ps09_each_jacobian_made_by_the_other_method_scores_nothing():
+    parts = {"test_jacobian_by_vjps", "test_jacobian_by_jvps"}
+    got = grade("ps09_custom_rules_jacobians", SWAPPED_JACOBIANS, parts)
+    assert got["test_jacobian_by_jvps"][0] == 0 and "one JVP per column" in got["test_jacobian_by_jvps"][1], got
+    assert got["test_jacobian_by_vjps"][0] == 0 and "with JVPs" in got["test_jacobian_by_vjps"][1], got
