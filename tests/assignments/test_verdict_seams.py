@@ -600,10 +600,34 @@ def dfs_postorder(output):
 )
 
 
-def test_ps04_orders_are_not_borrowed_from_a_package():
-    """Fair: 0/2."""
-    got = grade("ps04_topological_sort", {"dfs_postorder": ORDER_BY_SQLALCHEMY}, {"test_dfs_postorder"})
-    assert got["test_dfs_postorder"][0] == 0 and "exercise rule" in got["test_dfs_postorder"][1], got
+# ... and a backward pass that mirrors the graph in Tensors and hands the test's order to the
+# Tensor engine's sweep (which sorts nothing when given an order).
+BACKWARD_BY_ENGINE = """
+from course_lib.tensor import Tensor
+from course_lib.tensor.backprop import _backprop
+
+OPS = {"+": lambda p: p[0] + p[1], "*": lambda p: p[0] * p[1], "sin": lambda p: p[0].sin()}
+
+
+def backward(output, order):
+    mine = {}
+    for node in reversed(order):
+        parents = [mine[id(q)] for q in node.parents]
+        mine[id(node)] = OPS[node.op](parents) if node.op else Tensor(node.value, requires_grad=True)
+    grads = {}
+    tensors = [mine[id(node)] for node in order]
+    _backprop(tensors[0], Tensor(1.0), False, lambda t, g, owned: grads.update({id(t): g.item()}), None, tensors)
+    for node in order:
+        node.grad = grads.get(id(mine[id(node)]), 0.0)
+"""
+
+
+def test_ps04_orders_and_sweeps_are_not_borrowed():
+    """Fair: 0/2 and 0/2."""
+    answers = {"dfs_postorder": ORDER_BY_SQLALCHEMY, "backward": BACKWARD_BY_ENGINE}
+    got = grade("ps04_topological_sort", answers, {"test_dfs_postorder", "test_backward"})
+    for part in ("test_dfs_postorder", "test_backward"):
+        assert got[part][0] == 0 and "exercise rule" in got[part][1], got
 
 
 # ps05: the loss's gradient from the Tensor engine's sweep (course_lib.tensor.backprop.backward,
