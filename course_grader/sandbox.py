@@ -43,7 +43,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
+from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages, hidden_programs
 
 RUNNER = Path(__file__).with_name("runner.py")
 PROTOCOL = Path(__file__).with_name("protocol.py")
@@ -335,6 +335,7 @@ class Sandbox:
         shown = package_folders()
         self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
         self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
+        self.programs = hidden_programs() if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -376,6 +377,9 @@ class Sandbox:
             seen = any(package.is_relative_to(root) for root in shown)
             if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
+        for stub, program in self.programs:  # programs that would sort a graph: present, not runnable
+            if any(program.is_relative_to(root) for root in shown):
+                cmd += ["--ro-bind", str(stub), str(program)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.groups is not None:

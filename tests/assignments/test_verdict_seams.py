@@ -777,3 +777,209 @@ def test_ps09_each_jacobian_made_by_the_other_method_scores_nothing():
     got = grade("ps09_custom_rules_jacobians", SWAPPED_JACOBIANS, parts)
     assert got["test_jacobian_by_jvps"][0] == 0 and "one JVP per column" in got["test_jacobian_by_jvps"][1], got
     assert got["test_jacobian_by_vjps"][0] == 0 and "with JVPs" in got["test_jacobian_by_vjps"][1], got
+
+
+# Shortcuts through another path than the ruled-out names (issue 27, ps01-ps05): each scored full
+# marks for work it did not do. ps02: a MyDual made of course_lib.forward's rules (_add, _mul),
+# and a tangent sweep made of the explicit graph's reverse sweep, run once per node.
+DUAL_FROM_COURSE_LIB = """
+from course_lib.forward import Dual, _add, _mul, _sub
+
+
+def _d(x):
+    return Dual(x.primal, x.tangent) if isinstance(x, MyDual) else x
+
+
+class MyDual:
+    def __init__(self, primal, tangent=0.0):
+        self.primal, self.tangent = primal, tangent
+
+    def _of(self, d):
+        return MyDual(d.primal, d.tangent)
+
+    def __add__(self, other): return self._of(_add(_d(self), _d(other)))
+    def __radd__(self, other): return self._of(_add(_d(other), _d(self)))
+    def __sub__(self, other): return self._of(_sub(_d(self), _d(other)))
+    def __rsub__(self, other): return self._of(_sub(_d(other), _d(self)))
+    def __neg__(self): return self._of(-_d(self))
+    def __mul__(self, other): return self._of(_mul(_d(self), _d(other)))
+    def __rmul__(self, other): return self._of(_mul(_d(other), _d(self)))
+
+
+def as_dual(x):
+    return x if isinstance(x, MyDual) else MyDual(x, 0.0)
+"""
+
+SWEEP_BY_REVERSE = """
+def tangent_sweep(order, seeds):
+    inputs = [node for node in order if not node._parents]
+    tangents = {}
+    for node in order:
+        graph.reverse(node)
+        tangents[node] = sum(seeds.get(x, 0.0) * x.partial_derivative for x in inputs)
+    return tangents
+"""
+
+
+# ... and sin, cos, exp, log of a MyDual whose derivative is read off the explicit graph's node.
+ELEMENTARY_FROM_GRAPH = """
+def _through_graph(name, x):
+    node = getattr(graph, name)(x.primal)
+    return MyDual(node.data, node.grad_wrt_parents[0] * x.tangent)
+
+
+def sin(x):
+    return _through_graph("sin", x) if isinstance(x, MyDual) else math.sin(x)
+
+
+def cos(x):
+    return _through_graph("cos", x) if isinstance(x, MyDual) else math.cos(x)
+
+
+def exp(x):
+    return _through_graph("exp", x) if isinstance(x, MyDual) else math.exp(x)
+
+
+def log(x):
+    return _through_graph("log", x) if isinstance(x, MyDual) else math.log(x)
+"""
+
+
+def test_ps02_forward_mode_is_not_borrowed_from_course_lib():
+    """Fair: 0/3, 0/2 and 0/3 (the rules name forward mode as a module, the graph's wrappers and
+    graph.reverse)."""
+    answers = {
+        "dual_arithmetic": DUAL_FROM_COURSE_LIB,
+        "elementary_functions": ELEMENTARY_FROM_GRAPH,
+        "tangent_sweep": SWEEP_BY_REVERSE,
+    }
+    parts = {"test_dual_arithmetic", "test_elementary_functions", "test_tangent_sweep"}
+    got = grade("ps02_forward_mode", answers, parts)
+    for part in parts:
+        assert got[part][0] == 0 and "exercise rule" in got[part][1], got
+
+
+# ps03: backward rules taken from course_lib's Value (its closure run on a copy), and a
+# topological order from the system's tsort program.
+EXP_TANH_BY_REFERENCE = """
+from course_lib.scalar import Value as _Reference
+
+
+def _unary(name):
+    def op(self):
+        out = Value(getattr(math, name)(self.data), (self,), name)
+
+        def _backward(grad):
+            mine = _Reference(self.data)
+            getattr(mine, name)()._backward(grad)
+            self.grad += mine.grad
+
+        out._backward = _backward
+        return out
+
+    return op
+
+
+Value.exp, Value.tanh = _unary("exp"), _unary("tanh")
+"""
+
+EDGES = """
+def _edges(root, parents):
+    seen, stack, edges = {id(root): root}, [root], []
+    while stack:
+        node = stack.pop()
+        for parent in parents(node):
+            edges.append((id(parent), id(node)))
+            if id(parent) not in seen:
+                seen[id(parent)] = parent
+                stack.append(parent)
+    return seen, edges
+"""
+
+ORDER_BY_TSORT = (
+    EDGES
+    + """
+import subprocess
+
+
+def topological_order(root):
+    seen, edges = _edges(root, lambda node: node._parents)
+    lines = [f"{a} {b}" for a, b in edges] + [f"{i} {i}" for i in seen]
+    out = subprocess.run(["tsort"], input="\\n".join(lines), capture_output=True, text=True, check=True)
+    return [seen[int(i)] for i in out.stdout.split()]
+"""
+)
+
+
+def test_ps03_rules_and_orders_are_not_borrowed():
+    """Fair: 0/3 (exp and tanh from course_lib's Value) and 0/2 (an order from tsort)."""
+    answers = {"exp_tanh_backward": EXP_TANH_BY_REFERENCE, "topological_order": ORDER_BY_TSORT}
+    got = grade("ps03_reverse_mode", answers, {"test_exp_tanh_backward", "test_topological_order"})
+    assert got["test_exp_tanh_backward"][0] == 0 and "exercise rule" in got["test_exp_tanh_backward"][1], got
+    assert got["test_topological_order"][0] == 0 and "Permission denied" in got["test_topological_order"][1], got
+
+
+# ps04: an order from SQLAlchemy's topological sort (a package of the grader's environment).
+ORDER_BY_SQLALCHEMY = (
+    EDGES
+    + """
+from sqlalchemy.util.topological import sort
+
+
+def dfs_postorder(output):
+    seen, edges = _edges(output, lambda node: node.parents)
+    return [seen[i] for i in sort(edges, list(seen))]
+"""
+)
+
+
+# ... and a backward pass that mirrors the graph in Tensors and hands the test's order to the
+# Tensor engine's sweep (which sorts nothing when given an order).
+BACKWARD_BY_ENGINE = """
+from course_lib.tensor import Tensor
+from course_lib.tensor.backprop import _backprop
+
+OPS = {"+": lambda p: p[0] + p[1], "*": lambda p: p[0] * p[1], "sin": lambda p: p[0].sin()}
+
+
+def backward(output, order):
+    mine = {}
+    for node in reversed(order):
+        parents = [mine[id(q)] for q in node.parents]
+        mine[id(node)] = OPS[node.op](parents) if node.op else Tensor(node.value, requires_grad=True)
+    grads = {}
+    tensors = [mine[id(node)] for node in order]
+    _backprop(tensors[0], Tensor(1.0), False, lambda t, g, owned: grads.update({id(t): g.item()}), None, tensors)
+    for node in order:
+        node.grad = grads.get(id(mine[id(node)]), 0.0)
+"""
+
+
+def test_ps04_orders_and_sweeps_are_not_borrowed():
+    """Fair: 0/2 and 0/2."""
+    answers = {"dfs_postorder": ORDER_BY_SQLALCHEMY, "backward": BACKWARD_BY_ENGINE}
+    got = grade("ps04_topological_sort", answers, {"test_dfs_postorder", "test_backward"})
+    for part in ("test_dfs_postorder", "test_backward"):
+        assert got[part][0] == 0 and "exercise rule" in got[part][1], got
+
+
+# ps05: the loss's gradient from the Tensor engine's sweep (course_lib.tensor.backprop.backward,
+# which is not the ruled-out Tensor.backward method) and its stable log_softmax.
+CROSS_ENTROPY_BY_ENGINE = """
+from course_lib.tensor import Tensor
+from course_lib.tensor.backprop import backward
+
+
+def softmax_cross_entropy(logits, labels):
+    x = Tensor(logits, requires_grad=True)
+    loss = -x.log_softmax(axis=1)[np.arange(len(labels)), np.asarray(labels)].mean()
+    backward(loss)
+    return loss.item(), x.grad
+"""
+
+
+def test_ps05_vjps_are_not_borrowed_from_the_engine():
+    """Fair: 0/3."""
+    got = grade("ps05_tensor_vjps", {"softmax_cross_entropy": CROSS_ENTROPY_BY_ENGINE}, {"test_softmax_cross_entropy"})
+    part = got["test_softmax_cross_entropy"]
+    assert part[0] == 0 and "exercise rule" in part[1], got
