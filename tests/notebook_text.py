@@ -45,6 +45,11 @@ def printed(cells: list[NotebookNode]) -> str:
     return "".join(out.text for cell in cells for out in cell.get("outputs", []) if out.output_type == "stream")
 
 
+def printed_by(nb_or_path: NotebookNode | Path, tag: str) -> str:
+    """What the cells tagged ``tag`` printed, run together."""
+    return printed(tagged(nb_or_path, tag))
+
+
 def markdown(nb_or_path: NotebookNode | Path) -> str:
     """The sources of the notebook's markdown cells, one after another."""
     return "\n".join(c.source for c in _read(nb_or_path).cells if c.cell_type == "markdown")

@@ -15,7 +15,7 @@ from importlib import resources
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import exercises, markdown, printed, shown, solutions, tagged
+from notebook_text import exercises, markdown, printed_by, shown, solutions
 from paths import ROOT
 from prose_numbers import lines_with, mentions_all, shows
 from prose_numbers import section as prose_section
@@ -317,7 +317,7 @@ def test_chapter_is_clean(chapter):
 
 def test_chapter_displays_the_compiled_rows(chapter, results):
     compiled = results["compiled"]
-    text = printed(tagged(chapter, "ch14-compiled-goals"))
+    text = printed_by(chapter, "ch14-compiled-goals")
     assert f"recorded on {compiled['date']} with course_lib {compiled['versions']['course_lib']}" in text
     assert compiled["method"] in text
     for row in compiled["goals"]:
@@ -326,7 +326,7 @@ def test_chapter_displays_the_compiled_rows(chapter, results):
         assert shows(line, row["workload"], row["measured"], *[row[k] for k in ("at_most", "at_least") if k in row])
         assert line.endswith(verdict or "(no goal)")
     steps = compiled["mlp_step"]["seconds"]
-    text = printed(tagged(chapter, "ch14-compiled-step"))
+    text = printed_by(chapter, "ch14-compiled-step")
     for name in ("NumPy by hand", "jit(step), compiled code only", "jit(step)"):
         assert shows(text, f"  {name} ", steps["16"][name] * 1e6, steps["256"][name] * 1e6), name
     r = compiled_ratios(compiled)
@@ -336,7 +336,7 @@ def test_chapter_displays_the_compiled_rows(chapter, results):
     )
     assert shows(text, "call cost the goal allows", *[r[f"allowed {s}"] * c for s, c in zip(steps, calls)])
     assert shows(text, "compiled code only ", r["code 16"], r["code 256"])
-    text = printed(tagged(chapter, "ch14-compiled-rest"))
+    text = printed_by(chapter, "ch14-compiled-rest")
     for name, seconds in compiled["chain"]["seconds_per_op"].items():
         assert shows(text, f"  {name} ", seconds * 1e6), name
     for name, seconds in compiled["per_example"]["seconds"].items():
@@ -414,7 +414,7 @@ def test_chapter_counts_the_multiply_adds_of_a_training_step(chapter, results):
     forward = 256 * (64 * 256 + 256 * 256 + 256 * 10)
     backward = 256 * (64 * 256 + 2 * 256 * 256 + 2 * 256 * 10)
     assert (forward, backward) == (21_626_880, 39_059_456)
-    text = printed(tagged(chapter, "ch14-mlp-count"))
+    text = printed_by(chapter, "ch14-mlp-count")
     layers = len(sizes) - 1  # matrix products: one per layer forward, two per layer but the first backward
     assert shows(text, "matrix products:", layers, 2 * layers - 1, layers, 2 * layers - 1, layers, 8 / 3)
     assert shows(text, "multiply-adds:", forward / 1e6, backward / 1e6, (forward + backward) / forward)

@@ -12,7 +12,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import printed, tagged
+from notebook_text import printed_by, tagged
 from paths import BOOK
 from prose_numbers import shows
 
@@ -102,13 +102,13 @@ def notebook():
     ],
 )
 def test_notebook_prints_the_numbers(notebook, tag, expected):
-    text = printed(tagged(notebook, tag))
+    text = printed_by(notebook, tag)
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_notebook_counts_n_plus_1_and_2n_evaluations_and_a_constant_for_reverse_mode(notebook):
-    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s*$", printed(tagged(notebook, "ch01-counts")), re.M)
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s*$", printed_by(notebook, "ch01-counts"), re.M)
     assert len(rows) == 9
     for n, forward, central, reverse in rows:
         assert (int(forward), int(central), reverse) == (int(n) + 1, 2 * int(n), "2.67")
@@ -130,7 +130,7 @@ def test_reverse_mode_costs_eight_thirds_of_an_evaluation_of_g(n):
 
 
 def test_complex_step_has_no_cancellation(notebook):
-    text = printed(tagged(notebook, "ch01-complex"))
+    text = printed_by(notebook, "ch01-complex")
     assert (f(complex(X0, 0.1)).imag / 0.1) == pytest.approx(-7.01, abs=1e-12)  # -7 - h**2
     for h in (1e-8, 1e-20, 1e-200):
         assert f(complex(X0, h)).imag / h == pytest.approx(-7.0, abs=1e-13)

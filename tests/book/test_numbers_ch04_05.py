@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from notebook_text import markdown, printed, shown, solution, tagged
+from notebook_text import markdown, printed_by, shown, solution, tagged
 from paths import ROOT
 from prose_numbers import agrees, lines_with, listed, mentions, mentions_all, readings, shows
 
@@ -342,14 +342,14 @@ def test_ch04_breadth_first_order_gives_a_wrong_adjoint():
     graph.reverse(out)
     assert x.partial_derivative == pytest.approx(math.sin(4) + math.cos(4))
     wrong = math.sin(4)  # x pulled only from f: g had not passed its share back yet
-    text = printed(tagged(CH04, "ch04-bfs"))
+    text = printed_by(CH04, "ch04-bfs")
     assert listed(text, "breadth-first order:") == ["f", "x", "s", "g", "3"]
     assert shows(text, "in that order:", wrong)
     assert shows(text, "graph.reverse:", x.partial_derivative, 4, 4, math.sin(4) + math.cos(4))
 
 
 def test_ch04_jacobian_by_columns_equals_rows():
-    text = printed(tagged(CH04, "ch04-jacobian"))
+    text = printed_by(CH04, "ch04-jacobian")
     x1, x2 = 2.0, 5.0  # the Jacobian of (x1 x2, sin x1, x1 + x2^2), one printed row per output
     rows = [readings(line) for line in text.splitlines() if line.lstrip().startswith("[")]
     expected = [[x2, x1], [math.cos(x1), 0.0], [1.0, 2 * x2]]
@@ -359,7 +359,7 @@ def test_ch04_jacobian_by_columns_equals_rows():
 
 
 def test_ch05_nudging_a_node_moves_L_by_its_adjoint():
-    text = printed(tagged(CH05, "ch05-nudge"))
+    text = printed_by(CH05, "ch05-nudge")
     adjoints = {"L": 1, "e": 2, "c": -2, "d": 6, "a": 4, "b": -11}
     for name, adjoint in adjoints.items():
         assert re.search(rf"nudge {name} by h: L moves by +{adjoint:.4f} h +adjoint +{adjoint}$", text, re.M), name

@@ -17,7 +17,17 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import cells_run, coding_solutions, exercises, markdown, printed, solution, solutions, tagged
+from notebook_text import (
+    cells_run,
+    coding_solutions,
+    exercises,
+    markdown,
+    printed,
+    printed_by,
+    solution,
+    solutions,
+    tagged,
+)
 from paths import BOOK
 from prose_numbers import lines_with, listed, mentions, shows
 
@@ -141,7 +151,7 @@ def ch09():
     ],
 )
 def test_chapter_8_prints_the_numbers(ch08, tag, expected):
-    text = printed(tagged(ch08, tag))
+    text = printed_by(ch08, tag)
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
@@ -149,7 +159,7 @@ def test_chapter_8_prints_the_numbers(ch08, tag, expected):
 def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
     rows = re.findall(
         r"^\s*(\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s+(-?\d\.\d+)\s*$",
-        printed(tagged(ch08, "ch08-rnn")),
+        printed_by(ch08, "ch08-rnn"),
         re.M,
     )
     assert [int(r[0]) for r in rows] == [3, 10, 30]
@@ -178,17 +188,17 @@ def test_chapter_8_rnn_table_agrees_in_every_column(ch08):
     ],
 )
 def test_chapter_9_prints_the_numbers(ch09, tag, expected):
-    text = printed(tagged(ch09, tag))
+    text = printed_by(ch09, tag)
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_chapter_9_softmax_gradient_matches_p_minus_y_for_both_scales(ch09):
-    assert printed(tagged(ch09, "ch09-ce")).count("logits.grad == (P - Y) / N: True") == 2
+    assert printed_by(ch09, "ch09-ce").count("logits.grad == (P - Y) / N: True") == 2
 
 
 def test_chapter_9_agrees_with_pytorch(ch09):
-    text = printed(tagged(ch09, "ch09-torch"))
+    text = printed_by(ch09, "ch09-torch")
     lines = [line for line in text.splitlines() if "max |difference|" in line]
     assert len(lines) == 4 and all(line.endswith("True") for line in lines), text
 
@@ -305,7 +315,7 @@ def test_custom_logsumexp_vjp_is_softmax_and_twice_differentiable(ch08):
 
 
 def test_chapter_8_traces_the_case_studys_example(ch08, teaching):
-    seed_trace = printed(tagged(ch08, "ch08-seed-trace"))
+    seed_trace = printed_by(ch08, "ch08-seed-trace")
     value = 2.0 * np.sin(0.5 + 1.0)  # the Box's value, then the check: sin(1.5) * 2
     assert shows(seed_trace, "Box(", value, 1.5, 2, value) and "'mul'" in lines_with(seed_trace, "Box(")
     from course_lib.figures.tensors import trace_diagram
@@ -332,7 +342,7 @@ def test_chapter_8_counts_the_nodes_of_the_composed_logsumexp(ch08):
     composed = x.max() + (x - x.max()).exp().sum().log()
     nodes = child_count_order(composed, lambda t: t._parents)
     assert len(nodes) == 8 and sum(1 for n in nodes if n._op) == 7  # seven operations and the leaf
-    text = printed(tagged(ch08, "ch08-lse-nodes"))
+    text = printed_by(ch08, "ch08-lse-nodes")
     assert shows(text, "composition:", 7) and shows(text, "primitive:", 1)  # operation nodes
     assert "same gradient: True" in text
     assert re.search(r"\b(?:7|[Ss]even) operation nodes\b.{0,20}\b(?:1|one)\b", markdown(ch08), re.S), (
@@ -345,7 +355,7 @@ def test_chapter_8_complex_step_is_exact_where_differences_cancel(ch08):
         return np.sin(x) * x + 2
 
     exact = np.cos(0.5) * 0.5 + np.sin(0.5)
-    rows = re.findall(r"^\s*(\de[+-]\d+)\s+(\S+)\s+(\S+)\s*$", printed(tagged(ch08, "ch08-complex-step")), re.M)
+    rows = re.findall(r"^\s*(\de[+-]\d+)\s+(\S+)\s+(\S+)\s*$", printed_by(ch08, "ch08-complex-step"), re.M)
     assert [r[0] for r in rows] == ["1e-02", "1e-04", "1e-08", "1e-20"]
     for h_text, complex_error, central_error in rows:
         h = float(h_text)
@@ -396,7 +406,7 @@ def test_chapter_8_sqrt_exercise_check_tells_right_from_wrong(ch08, teaching):
     assert check(namespace["sqrt_rule"]).startswith("not done yet")  # the blank the reader gets
     assert check(lambda g, ans, x: g / (2.0 * ans)).startswith("correct")
     assert check(lambda g, ans, x: g / ans).startswith("not yet")  # a typical slip: the 2 forgotten
-    assert "not done yet" in printed(tagged(ch08, "exercise-check"))
+    assert "not done yet" in printed_by(ch08, "exercise-check")
 
 
 CHAPTERS_8_TO_14 = sorted(p for p in BOOK.glob("*.ipynb") if 8 <= int(p.name[:2]) <= 14)
@@ -431,7 +441,7 @@ def test_chapter_9_counts_leaves_and_operations_of_the_pruned_graph(ch09):
     nodes = child_count_order(nn.cross_entropy(Xs @ W + b, np.array([0, 2, 1, 1, 0])), lambda t: t._parents)
     leaves = [n for n in nodes if not n._op]
     assert len(nodes) == 9 and len(leaves) == 3 and Xs in leaves
-    text = printed(tagged(ch09, "ch09-pruning"))
+    text = printed_by(ch09, "ch09-pruning")
     assert shows(text, "loss graph:", len(nodes), len(leaves), len(nodes) - len(leaves))  # nodes = leaves + ops
     assert listed(text, "operations") == [n._op for n in nodes if n._op]
     assert listed(text, "operations") == ["neg", "mean", "getitem", "log_softmax", "add", "matmul"]
@@ -541,7 +551,7 @@ def test_chapter_9_shows_the_nan_that_where_lets_through(ch09):
         x.grad = None
         tensor.where(x.data > 0, x.sqrt(), 0.0).sum().backward()
     assert np.isnan(x.grad[0]) and x.grad[1] == 0.25
-    text = printed(tagged(ch09, "ch09-nan"))
+    text = printed_by(ch09, "ch09-nan")
     assert shows(text, "sqrt(x) at x = 0 and 4:", np.inf, 0.25) and shows(text, "0) at 0 and 4:", np.nan, 0.25)
     assert listed(text, "warnings:") == ["divide by zero encountered in divide", "invalid value encountered in divide"]
 
@@ -584,7 +594,7 @@ def test_chapter_9_distances_check_tells_right_from_wrong(ch09):
 
 
 def test_chapter_8_lists_the_op_table_and_explains_first_order(ch08):
-    text = printed(tagged(ch08, "ch08-registry"))
+    text = printed_by(ch08, "ch08-registry")
     table = set(tensor.OPS) - set(HIGHER_ORDER)  # as chapter 8 has it: course_lib.loop adds scan when imported
     assert text.startswith(f"{len(table)} primitives: ") and "first_order" in text
     assert set(text.split(": ", 1)[1].strip().split(", ")) == table

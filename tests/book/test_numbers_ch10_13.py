@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 import pytest
-from notebook_text import cells_run, coding_solutions, exercise_run, markdown, printed, solution, tagged
+from notebook_text import cells_run, coding_solutions, exercise_run, markdown, printed, printed_by, solution, tagged
 from paths import BOOK
 from prose_numbers import lines_with, listed, mentions, mentions_all, shows
 from prose_numbers import section as prose_section
@@ -230,7 +230,7 @@ def test_chapter13_curve_derivatives_agree_with_the_formulas(jax):
 
 
 def test_chapter10_prints_the_recomputed_held_out_accuracy(run):
-    text = printed(tagged(CH10, "ch10-train"))
+    text = printed_by(CH10, "ch10-train")
     accuracy = re.search(r"held-out accuracy after 100 epochs: (\d+)/(\d+) = ([\d.]+)%", text)
     assert accuracy, f"the training cell should print the held-out accuracy, it printed:\n{text}"
     correct, total = int(accuracy.group(1)), int(accuracy.group(2))
@@ -239,7 +239,7 @@ def test_chapter10_prints_the_recomputed_held_out_accuracy(run):
 
 
 def test_chapter10_prints_the_confusion_matrix(run):
-    text = printed(tagged(CH10, "ch10-confusion"))
+    text = printed_by(CH10, "ch10-confusion")
     rows = [list(map(int, r)) for r in re.findall(r"^true \w+\s+(\d+)\s+(\d+)\s+(\d+)\s*$", text, re.M)]
     expected = np.zeros((3, 3), dtype=int)
     np.add.at(expected, (run["y_test"], run["predicted"]), 1)
@@ -247,7 +247,7 @@ def test_chapter10_prints_the_confusion_matrix(run):
 
 
 def test_chapter10_prints_parameter_gradient_shapes_and_checks():
-    text = printed(tagged(CH10, "ch10-probe"))
+    text = printed_by(CH10, "ch10-probe")
     assert "131 parameters" in text
     for name, shape in [
         ("layers[0].weight", "(4, 16)"),
@@ -256,12 +256,12 @@ def test_chapter10_prints_parameter_gradient_shapes_and_checks():
         ("layers[1].bias", "(3,)"),
     ]:
         assert re.search(re.escape(name) + r"\s+" + re.escape(shape) + r"\s+" + re.escape(shape), text), name
-    checks = printed(tagged(CH10, "ch10-gradcheck"))
+    checks = printed_by(CH10, "ch10-gradcheck")
     assert checks.count("formula matches backward(): True") == 4 and "False" not in checks
 
 
 def test_chapter10_split_table_matches_recomputation():
-    text = printed(tagged(CH10, "ch10-splits"))
+    text = printed_by(CH10, "ch10-splits")
     accuracies = {int(s): int(n) for s, n in re.findall(r"split seed (\d+): held-out accuracy\s+(\d+)/30", text)}
     assert sorted(accuracies) == list(range(6))
     for seed in (0, 5):  # two of them, recomputed (each is a full training run)
@@ -272,7 +272,7 @@ def test_chapter10_split_table_matches_recomputation():
 
 
 def test_chapter10_prints_pytorch_agreement():
-    text = printed(tagged(CH10, "ch10-torch"))
+    text = printed_by(CH10, "ch10-torch")
     assert shows(lines_with(text, "minibatch losses"), "", 800, 1e-10, True)  # compared, all agree to 1e-10
     assert shows(text, "final weights", 1e-10, True)
     assert shows(text, "PyTorch", 29, 30)  # held-out accuracy
@@ -308,18 +308,18 @@ def test_chapter10_prints_pytorch_agreement():
     ],
 )
 def test_chapter13_prints_the_numbers(tag, expected):
-    text = printed(tagged(CH13, tag))
+    text = printed_by(CH13, tag)
     for piece in expected:
         assert piece in text, f"cell {tag!r} should print {piece!r}, it printed:\n{text}"
 
 
 def test_chapter13_tables_of_jvps_and_second_derivatives():
-    rows = re.findall(r"^\((\S+), (\S+)\)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", printed(tagged(CH13, "ch13-jvp")), re.M)
+    rows = re.findall(r"^\((\S+), (\S+)\)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$", printed_by(CH13, "ch13-jvp"), re.M)
     assert [[float(v) for v in row[2:]] for row in rows] == [[4.0] * 4, [-11.0] * 4, [-7.0] * 4]
-    nested = printed(tagged(CH13, "ch13-nested"))
+    nested = printed_by(CH13, "ch13-nested")
     for library in ("course_lib grad(grad)", "jax.grad(jax.grad)"):
         assert re.search(re.escape(library) + r"\s+4\s+2\s+-12\s*$", nested, re.M), library
-    curves = printed(tagged(CH13, "ch13-curves"))
+    curves = printed_by(CH13, "ch13-curves")
     assert curves.count("below 1e-13: True") == 3
 
 
@@ -335,7 +335,7 @@ def test_chapter10_explains_affine_as_one_node_with_the_same_values_and_gradient
     G = rng.normal(size=(5, 3))
     affine(x, W, b).backward(G)
     assert np.allclose(W.grad, x.data.T @ G) and np.allclose(b.grad, G.sum(axis=0))
-    text = printed(tagged(CH10, "ch10-affine"))
+    text = printed_by(CH10, "ch10-affine")
     assert "affine" in lines_with(text, "nodes:")
     assert shows(text, "same values:", True, True)  # and the same gradients
 
@@ -477,7 +477,7 @@ def test_chapter13_prints_the_program_and_the_jaxpr_of_the_mlp_loss(jax, flowers
     from course_lib.trace import make_program
 
     params, x8, onehot8, labels = flowers
-    text = printed(tagged(CH13, "ch13-make-program"))
+    text = printed_by(CH13, "ch13-make-program")
     assert str(make_program(partial(mlp_loss, nn=ct), *params, x8, onehot8)) in text
     assert listed(text, "classes") == labels.tolist()
     assert listed(text, "parameter shapes") == [p.shape for p in params]
@@ -486,7 +486,7 @@ def test_chapter13_prints_the_program_and_the_jaxpr_of_the_mlp_loss(jax, flowers
     assert jax.__version__ == pinned("jax") == "0.10.2"
     jax.config.update("jax_pprint_use_color", False)
     jaxpr = str(jax.make_jaxpr(partial(mlp_loss, nn=jax.nn))(*params, x8, onehot8))
-    assert printed(tagged(CH13, "ch13-make-jaxpr")).strip() == jaxpr
+    assert printed_by(CH13, "ch13-make-jaxpr").strip() == jaxpr
     # the wrappers the prose names (printed as `jit`, not `pjit`, since JAX 0.7)
     for name in ("dot_general", "broadcast_in_dim", "custom_jvp_call", "jit[\n      name=log_softmax", "reduce_sum"):
         assert name in jaxpr, name
@@ -514,7 +514,7 @@ def test_chapter13_course_lib_jit_and_vmap_give_jax_numbers(jax, flowers):
     assert all(np.array_equal(g.data, e.data) for g, e in zip(grads, eager_grads))
     assert abs(value.item() - float(value_jax)) < 1e-15
     assert all(np.abs(g.data - np.asarray(j)).max() < 1e-15 for g, j in zip(grads, grads_jax))
-    text = printed(tagged(CH13, "ch13-course-jit"))
+    text = printed_by(CH13, "ch13-course-jit")
     assert shows(text, "course_lib jit   loss", value.item()) and shows(text, "jax.jit          loss", float(value_jax))
     assert shows(text, "bit for bit:", True) and shows(text, "below 1e-15:", True)
     assert shows(text, "two batch sizes:", 2)
@@ -528,7 +528,7 @@ def test_chapter13_course_lib_jit_and_vmap_give_jax_numbers(jax, flowers):
         assert np.array_equal(g.data, np.stack([row[k].data for row in looped]))
         assert np.abs(g.data - np.asarray(j)).max() < 1e-15
         assert np.allclose(g.data.mean(axis=0), eager_grads[k].data, rtol=0, atol=1e-15)
-    text = printed(tagged(CH13, "ch13-course-vmap"))
+    text = printed_by(CH13, "ch13-course-vmap")
     assert lines_with(text, "course_lib vmap:").endswith(str([g.shape for g in per_example]))
     assert shows(text, "bit for bit:", True) and shows(text, "below 1e-15:", True)
     assert shows(text, "batch loss:", True)
@@ -552,6 +552,6 @@ def test_chapter13_shows_what_each_transformation_passes_the_function(jax):
         ("jit(vmap(f))", lambda f: jax.jit(jax.vmap(f)), lambda f: jit(vmap(f)), batch),
         ("grad", jax.grad, grad, one),
     ]
-    rows = printed(tagged(CH13, "ch13-tracers")).splitlines()[1:]
+    rows = printed_by(CH13, "ch13-tracers").splitlines()[1:]
     assert [row.split() for row in rows] == [[name, seen_by(a, x), seen_by(b, x)] for name, a, b, x in cases]
     assert [row.split()[2] for row in rows] == ["Tracer", "Tracer", "Tracer", "Tensor"]  # what the prose explains

@@ -19,6 +19,7 @@ from notebook_text import (
     exercises,
     markdown,
     printed,
+    printed_by,
     shown,
     solution,
     solutions,
@@ -200,7 +201,7 @@ def test_ch11_simulation_first_throw(ch11_text):
         y = drag_shot_height(params)
         assert (simulate.steps_before(v0, theta0, k), f"{y.item():.4f}", graph_size(y)) == (steps, height, nodes)
         rows.append((k, steps, DT, y.item(), nodes))
-    printed_lines = printed(tagged(CH11, "ch11-sim-first"))
+    printed_lines = printed_by(CH11, "ch11-sim-first")
     for row in rows:  # k, full steps of dt, the height at the hoop, the graph's size
         assert shows(printed_lines, "k =", *row) == 1, row
     assert shows(printed_lines, "closed form", height_at(v0, theta0).item())
@@ -712,7 +713,7 @@ def test_ch12_attributes_the_rise_to_speed_angle_and_damping():
     fit = simulate.fit_shot_with_drag(*START_SHOT, k=DRAG, lr=0.01)
     air_hit, start = np.array([fit.v[-1], fit.theta[-1], DRAG]), np.array([*START_SHOT, 0.0])
     rise = drag_shot_height(air_hit).item() - drag_shot_height(start).item()
-    text = printed(tagged(CH12, "ch12-damping"))
+    text = printed_by(CH12, "ch12-damping")
     assert shows(text, "F(x')", rise) and f"{rise:.3f}" == "1.836"
     for method in ("riemann_middle", "gausslegendre"):
         for m in (4, 16, 64):

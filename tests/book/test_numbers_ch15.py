@@ -25,7 +25,7 @@ from dataclasses import replace
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import exercises, markdown, printed, shown, solutions, tagged
+from notebook_text import exercises, markdown, printed, printed_by, shown, solutions, tagged
 from paths import BOOK
 from prose_numbers import mentions_all, section, shows
 
@@ -56,10 +56,6 @@ def nb():
 @pytest.fixture(scope="module")
 def text(nb):
     return markdown(nb)
-
-
-def output(nb, tag: str) -> str:
-    return printed(tagged(nb, tag))
 
 
 def f(x1, x2):
@@ -230,18 +226,18 @@ def test_coding_exercise_checks_reject_the_stub_and_a_slip_and_accept_the_soluti
 def test_chapter_2s_function_as_a_program(nb, text):
     program = make_program(f, np.array(2.0), np.array(5.0))
     assert ops(program) == ["log", "mul", "add", "sin", "sub"]
-    printed_program = output(nb, "ch15-program")
+    printed_program = printed_by(nb, "ch15-program")
     assert str(program) in printed_program and "d:f64[] = mul a b" in printed_program
     (value,) = evaluate(program, np.array(2.0), np.array(5.0))
     assert round(float(value), 3) == 11.652
-    assert shows(output(nb, "ch15-evaluate"), "evaluate: y =", value, value)
-    assert "Equation(op='mul', args=[a, b], params=(), out=d)" in output(nb, "ch15-evaluate")
+    assert shows(printed_by(nb, "ch15-evaluate"), "evaluate: y =", value, value)
+    assert "Equation(op='mul', args=[a, b], params=(), out=d)" in printed_by(nb, "ch15-evaluate")
     assert "`d:f64[] = mul a b`" in text
 
 
 def test_the_gradient_program_gives_chapter_4s_adjoints(nb, text):
     program = make_program(value_and_grad(f, argnum=(0, 1)), np.array(2.0), np.array(5.0))
-    shown_text = output(nb, "ch15-gradient-program")
+    shown_text = printed_by(nb, "ch15-gradient-program")
     assert str(program) in shown_text
     for line in ("j:f64[] = mul 1 e", "k:f64[] = div 1 c", "m:f64[] = cos e", "n:f64[] = mul -1 m"):
         assert line in shown_text, line
@@ -256,7 +252,7 @@ def test_second_derivative_of_sin_is_minus_sin(nb):
     program = passes.simplify(make_program(grad(grad(lambda x: x.sin())), np.array(0.5)))
     assert ops(program) == ["sin", "mul"]
     assert evaluate(program, np.array(0.5))[0] == pytest.approx(-np.sin(0.5), abs=1e-15)
-    assert str(program) in output(nb, "ch15-second-derivative")
+    assert str(program) in printed_by(nb, "ch15-second-derivative")
 
 
 # ---- the Iris network ---------------------------------------------------------------------
@@ -265,13 +261,13 @@ def test_second_derivative_of_sin_is_minus_sin(nb):
 def test_the_mlp_loss_program_is_seven_equations_and_the_eager_loss(nb, text, iris):
     program = make_program(loss, *iris["params"], iris["x16"], iris["labels16"])
     assert ops(program) == ["affine", "relu", "affine", "log_softmax", "take", "mean", "neg"]
-    assert str(program) in output(nb, "ch15-mlp-program") and "f:i64[16]" in str(program)
+    assert str(program) in printed_by(nb, "ch15-mlp-program") and "f:i64[16]" in str(program)
     (value,) = evaluate(program, *iris["params"], iris["x16"], iris["labels16"])
     eager = cross_entropy(MLP([4, 16, 3], rng=0)(iris["x16"]), iris["labels16"]).item()
     assert value == eager
-    assert f"program: {eager!r}   eager: {eager!r}   identical: True" in output(nb, "ch15-mlp-program")
+    assert f"program: {eager!r}   eager: {eager!r}   identical: True" in printed_by(nb, "ch15-mlp-program")
     assert "Seven equations" in text and np.bincount(iris["labels16"], minlength=3).min() > 0  # a mixed batch
-    closure = output(nb, "ch15-mlp-closure")
+    closure = printed_by(nb, "ch15-mlp-closure")
     assert closure.startswith("{ lambda c0:f64[4,16] c1:f64[16] c2:f64[16,3] c3:f64[3]; a:f64[16,4]. let")
 
 
@@ -282,7 +278,7 @@ def closed_over_labels(iris):
 
 def test_the_mlp_gradient_program_folds_the_loss_backward_into_constants(nb, text, iris):
     program = make_program(value_and_grad(closed_over_labels(iris), argnum=(0, 1, 2, 3)), *iris["params"], iris["x16"])
-    assert str(program) in output(nb, "ch15-mlp-gradient")
+    assert str(program) in printed_by(nb, "ch15-mlp-gradient")
     assert len(program.equations) == 24 and {"neg", "mean", "getitem"} & set(ops(program)[11:]) == set()
     line_t = program.equations[14]
     assert (line_t.op, line_t.out.name) == ("sub", "t")
@@ -317,7 +313,7 @@ def test_the_flight_unrolls_to_1792_equations_with_chapter_11s_height(nb, text, 
     assert flight["steps"] == 49 and len(flight["program"].equations) == 1792
     (height,) = evaluate(flight["program"], *SHOT)
     assert float(height) == hoop_height(*START_SHOT, DRAG).item()
-    out = output(nb, "ch15-flight")
+    out = printed_by(nb, "ch15-flight")
     assert out.startswith("49 steps: 1,792 equations, {'mul': 897, 'add': 593, 'sqrt': 100, 'sub': 100}")
     assert f"program {float(height)!r}, chapter 11's loop {float(height)!r}" in out
     assert "g:f64[] = add 0 f" in out and "Line `g`, `add 0 f`" in text
@@ -356,7 +352,7 @@ def test_the_passes_table(nb, text, iris, flight):
         "flight: height": flight["program"],
         "flight: gradient": flight["gradient"],
     }
-    table = output(nb, "ch15-passes-table")
+    table = printed_by(nb, "ch15-passes-table")
     expected = {
         "f: value and gradient": [14, 10, 10, 10],
         "sin(x) cos(x): value and gradient": [12, 9, 7, 7],
@@ -373,7 +369,7 @@ def test_the_passes_table(nb, text, iris, flight):
     assert [e.op for e in mlp.equations if e not in alive] == ["getitem", "mean", "neg"]
     assert "Twelve equations became seven" in text
     simplified = str(passes.simplify(sin_cos))
-    assert simplified in output(nb, "ch15-passes-example") and "f:f64[] = mul e b" in simplified
+    assert simplified in printed_by(nb, "ch15-passes-example") and "f:f64[] = mul e b" in simplified
     assert mentions_all(text, [298, 4396], near="CSE removes") and 4396 - 4091 - 7 == 298
     assert mentions_all(section(text, "Summary"), [298, 4396], near="common subexpressions")
 
@@ -382,7 +378,7 @@ def test_the_passes_table(nb, text, iris, flight):
 
 
 def test_jit_traces_once_per_signature(nb):
-    out = output(nb, "ch15-jit-basics")
+    out = printed_by(nb, "ch15-jit-basics")
     assert out.count("tracing for shape") == 2 and "programs in the cache: 2" in out
     assert "Tensor(10.)\nTensor(20.)" in out and "def norm_times_two(a):" in out
 
@@ -390,7 +386,7 @@ def test_jit_traces_once_per_signature(nb):
 def test_the_jitted_step_reads_like_the_hand_written_one_and_equals_the_eager_step(nb, iris):
     step = jit(sgd_step(loss))
     source = step.source(iris["params"], iris["x16"], iris["labels16"])
-    assert source in output(nb, "ch15-jit-step")
+    assert source in printed_by(nb, "ch15-jit-step")
     forward, backward = source.split("n = e.T\n")
     assert forward.count("np.matmul") == 2 and forward.count("np.maximum(") == 1
     assert forward.count("np.log(np.add.reduce(np.exp(j)") == 1  # the log-softmax in two lines
@@ -403,8 +399,8 @@ def test_the_jitted_step_reads_like_the_hand_written_one_and_equals_the_eager_st
     cross_entropy(eager(iris["x16"]), iris["labels16"]).backward()
     SGD(eager.parameters(), lr=LR).step()
     assert all(np.array_equal(p.data, q.data) for p, q in zip(new, eager.parameters()))
-    assert shows(output(nb, "ch15-numpy-step"), "jit = eager step, exactly:", True)
-    assert shows(output(nb, "ch15-numpy-step"), "jit = hand-written step to 1e-13:", True)
+    assert shows(printed_by(nb, "ch15-numpy-step"), "jit = eager step, exactly:", True)
+    assert shows(printed_by(nb, "ch15-numpy-step"), "jit = hand-written step to 1e-13:", True)
 
 
 def test_labels_are_traced_one_program_per_shape_of_the_batch(nb, text, iris, trained):
@@ -415,14 +411,14 @@ def test_labels_are_traced_one_program_per_shape_of_the_batch(nb, text, iris, tr
         rows = order[start : start + 16]
         _, params = step(params, iris["X_train"][rows], iris["y_train"][rows])
     assert len(step.cache) == 2 and len(order) % 16 == 8
-    assert shows(output(nb, "ch15-retrace"), "programs after one epoch of", 8, 2)
+    assert shows(printed_by(nb, "ch15-retrace"), "programs after one epoch of", 8, 2)
     assert "Eight steps, two programs" in text
     assert trained["programs"] == 2
     assert all(np.array_equal(p, q.data) for p, q in zip(trained["params"], trained["eager"].parameters()))
     w1, b1, w2, b2 = trained["params"]
     held_out = affine(affine(iris["Z"][iris["test_idx"]], w1, b1).relu(), w2, b2).data.argmax(axis=1)
     assert int((held_out == iris["y"][iris["test_idx"]]).sum()) == 29
-    out = output(nb, "ch15-jit-training")
+    out = printed_by(nb, "ch15-jit-training")
     assert shows(out, "programs traced in", 800, 2) and shows(out, "identical to the eager run:", True)
     assert shows(out, "held-out accuracy:", 29, 30)
     assert mentions_all(text, [16, 8, 800, 29, 30], near="Two programs (batches")
@@ -432,15 +428,15 @@ def test_labels_are_traced_one_program_per_shape_of_the_batch(nb, text, iris, tr
 
 
 def test_the_errors_name_the_users_line_and_say_what_to_do(nb):
-    huber = output(nb, "ch15-huber-branch")
+    huber = printed_by(nb, "ch15-huber-branch")
     assert huber.startswith(
         "TracingError: float() or .item() of a traced value, at <cell>:3: if abs(r.item()) <= delta:"
     )
-    numpy_call = output(nb, "ch15-numpy-call")
+    numpy_call = printed_by(nb, "ch15-numpy-call")
     assert "A NumPy call" in numpy_call and "<cell>:2: return x / np.linalg.norm(x)" in numpy_call
-    loop = output(nb, "ch15-loop")
+    loop = printed_by(nb, "ch15-loop")
     assert "A NumPy call" in loop and "jit(hoop_height)(*shot)" in loop
-    assert "noisy_loss draws random numbers (np.random) while traced" in output(nb, "ch15-random")
+    assert "noisy_loss draws random numbers (np.random) while traced" in printed_by(nb, "ch15-random")
     assert "ipykernel" not in shown(nb) and "Traceback" not in shown(nb)
 
 
@@ -448,14 +444,14 @@ def test_the_errors_name_the_users_line_and_say_what_to_do(nb):
 
 
 def test_vmap_examples(nb):
-    basics = output(nb, "ch15-vmap-basics")
+    basics = printed_by(nb, "ch15-vmap-basics")
     X = load_iris()[0]
     scores = np.tanh(X[:3] @ np.array([0.5, -1.0, 2.0, 0.1]))
     for key in ("loop:", "vmap, rows:", "vmap, columns:"):
         assert shows(basics, key, *scores), key
     shares = X[:3] / X[:3].sum(axis=1, keepdims=True)
     assert all(shows(basics, "", *row) for row in shares.T)  # out_axes=1: one column per flower
-    assert shows(output(nb, "ch15-nested-vmap"), "same as the double loop:", True)
+    assert shows(printed_by(nb, "ch15-nested-vmap"), "same as the double loop:", True)
 
 
 def test_nested_vmap_table_has_each_flower_nearest_its_own_class(iris):
@@ -481,7 +477,7 @@ def test_per_example_gradients(nb, text, iris, trained):
     below_even = [int(iris["train_idx"][i]) for i in top if p[i, y_train[i]] < 0.5]
     assert below_even == [83, 70]
     assert round(norms.max() / np.median(norms), -2) == 200
-    out = output(nb, "ch15-per-example")
+    out = printed_by(nb, "ch15-per-example")
     assert shows(out, "same as a loop over the", 120, True) and shows(out, "mean = batch gradient:", True)
     assert shows(out, "median", np.median(norms))
     for i in top:
@@ -500,7 +496,7 @@ def test_integrated_gradients_of_flower_133_with_vmap_are_chapter_12s(nb, iris, 
         target=1,
     )
     assert np.round(a, 3).tolist() == [0.403, 0.037, -0.955, -0.926]  # chapter 12's numbers
-    out = output(nb, "ch15-ig")
+    out = printed_by(nb, "ch15-ig")
     assert shows(out, "vmap:", *a) and shows(out, "course_lib.ig:", *a, 1e-12, True)
 
 
@@ -514,7 +510,7 @@ def test_linearize_and_transpose_on_chapter_2s_function(nb, text):
         assert line in lines, line
     pulled = [float(v) for v in evaluate(transpose(linear), np.ones(()))]
     assert [round(v, 3) for v in pulled] == [5.5, 1.716]
-    assert shows(output(nb, "ch15-linearize"), "transpose at 1:", 5.5, 1.716)
+    assert shows(printed_by(nb, "ch15-linearize"), "transpose at 1:", 5.5, 1.716)
     assert round(np.cos(5.0), 3) == 0.284
     assert mentions_all(text, [2, 5, 2, 0.284], near="local derivatives are constants")
 
@@ -526,7 +522,7 @@ def test_transposing_the_mlps_linear_program_gives_the_gradient_program(nb, text
         return loss(w1, b1, w2, b2, x16, labels16)
 
     _, linear = linearize(batch_loss, *params)
-    assert str(linear) in output(nb, "ch15-linearize-mlp")
+    assert str(linear) in printed_by(nb, "ch15-linearize-mlp")
     eqs = {e.out.name: e for e in linear.equations}
     assert eqs["f"].op == "add" and not eqs["f"].args[0].any()  # `add c1 e`: c1 is zeros
     h = x16 @ params[0] + params[1]
@@ -535,7 +531,7 @@ def test_transposing_the_mlps_linear_program_gives_the_gradient_program(nb, text
     softmax = np.exp(z - z.max(axis=1, keepdims=True))
     np.testing.assert_allclose(eqs["m"].args[1], softmax / softmax.sum(axis=1, keepdims=True), rtol=1e-14)  # c5
     transposed = transpose(linear)
-    assert len(transposed.equations) == 17 and shows(output(nb, "ch15-linearize-mlp"), "transposed:", 17)
+    assert len(transposed.equations) == 17 and shows(printed_by(nb, "ch15-linearize-mlp"), "transposed:", 17)
     gradients = evaluate(make_program(grad(batch_loss, argnum=(0, 1, 2, 3)), *params), *params)
     assert all(np.array_equal(c, g) for c, g in zip(evaluate(transposed, np.ones(())), gradients))
     assert "Line `f`, `add c1 e`" in text and "(`c2`)" in text and "(`c5`)" in text

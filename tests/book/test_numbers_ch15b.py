@@ -24,7 +24,7 @@ from functools import partial
 import nbformat
 import numpy as np
 import pytest
-from notebook_text import coding_solutions, exercise_run, exercises, markdown, printed, solutions, tagged
+from notebook_text import coding_solutions, exercise_run, exercises, markdown, printed_by, solutions, tagged
 from paths import BOOK, ROOT
 from prose_numbers import mentions, shows
 
@@ -49,10 +49,6 @@ def nb():
 @pytest.fixture(scope="module")
 def text(nb):
     return markdown(nb)
-
-
-def output(nb, tag: str) -> str:
-    return printed(tagged(nb, tag))
 
 
 def f(x1, x2):
@@ -103,7 +99,7 @@ def test_the_two_interpreters_are_printed_from_course_lib(nb):
     shown = {c.id: c.source for c in nb.cells if c.cell_type == "code"}
     assert "inspect.getsource(linearizing._tangents)" in shown["tangents-source"]
     assert "inspect.getsource(linearizing._pulled)" in shown["pulled-source"]
-    rules = output(nb, "ch15b-rules")
+    rules = printed_by(nb, "ch15b-rules")
     for op in ("mul", "sin"):
         assert f"{op} JVP:   {inspect.getsource(JVP[op]).strip()}" in rules
         assert f"{op} VJPs:  {inspect.getsource(OPS[op].rules[0]).strip()}" in rules
@@ -132,7 +128,7 @@ def test_the_steppers_trace_f_and_transpose_its_linear_program(nb):
 
 def test_the_hessian_vector_product_program_is_jaxs(nb, text, jax):
     (ga, gb), hvp = linearize(grad(L, argnum=(0, 1)), 1.0, 2.0)
-    shown = output(nb, "ch15b-hvp")
+    shown = printed_by(nb, "ch15b-hvp")
     assert shows(shown, "gradient at (1, 2):", float(ga), float(gb))
     jnp = jax.numpy
     point = jnp.array([1.0, 2.0])
@@ -159,11 +155,11 @@ def unrolled(v, theta, k, steps):
 
 def test_the_flight_as_a_scan_stays_37_equations(nb, text):
     steps = steps_before(V0, THETA0, DRAG)
-    shown = output(nb, "ch15b-scan-program")
+    shown = printed_by(nb, "ch15b-scan-program")
     scanned = make_program(scanned_hoop_height, *SHOT, steps)
     assert shows(shown, "", steps, len(scanned.equations)) and (steps, len(scanned.equations)) == (49, 37)
     assert str(scanned) in shown and sum(e.op == "scan" for e in scanned.equations) == 1
-    sizes = output(nb, "ch15b-scan-sizes")
+    sizes = printed_by(nb, "ch15b-scan-sizes")
     expected = {
         "unrolled, height": [len(make_program(unrolled, *SHOT, n).equations) for n in (steps, 2 * steps)],
         "scan, height": [len(make_program(scanned_hoop_height, *SHOT, n).equations) for n in (steps, 2 * steps)],
@@ -226,7 +222,7 @@ def test_jax_lax_scan_flies_the_same_flight_as_one_equation(jax):
 
 
 def test_padding_gives_one_program_an_epoch_and_the_same_parameters(nb, text):
-    shown = output(nb, "ch15b-padding")
+    shown = printed_by(nb, "ch15b-padding")
     namespace: dict = {}
     code = "\n".join(c.source for c in nb.cells if c.id in ("imports", "ch15b-padding"))
     with contextlib.redirect_stdout(io.StringIO()):
@@ -256,7 +252,7 @@ def test_the_exercises_are_numbered_hidden_and_labelled(nb):
     assert labels and all(label.startswith("ch15b-") for label in labels)
     assert sorted(s.label for s in solutions(nb)) == sorted(labels)
     assert list(coding_solutions(nb)) == ["ch15b-div-jvp"]
-    assert "is not written yet" in printed(tagged(nb, "exercise-check"))
+    assert "is not written yet" in printed_by(nb, "exercise-check")
 
 
 SLIPS = {
