@@ -11,49 +11,59 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.codegen import compile_program
+from course_lib.codegen import compile_code, generate
 from course_lib.passes import fold_row_sums, simplify
 from course_lib.program import Atom, Program, Var, run
 from course_lib.tensor import Tensor, is_grad_enabled
 from course_lib.tensor.core import constant, wrap
 from course_lib.tensor.gather import integer_tensor
-from course_lib.tensor.grad_mode import _tracing
+from course_lib.tensor.grad_mode import _grad_mode, _tracing
 from course_lib.trace import Static, flatten, is_traced, trace, unflatten
 
 __all__ = ["jit", "Jitted"]
 
 
 class _Compiled:
-    """One entry of the cache: the compiled function, its source, how to rebuild the result,
-    and ``fast``: the whole call for arguments of this signature (see :func:`_guarded`)."""
+    """One entry of the cache: the program's code, the compiled function and its source, how
+    to rebuild the result, and ``fast``: the whole call for arguments of this signature (see
+    :func:`_guarded`)."""
 
-    __slots__ = ("function", "source", "program", "traced", "structure", "rebuild", "fast")
+    __slots__ = ("code", "function", "source", "program", "traced", "structure", "rebuild", "fast")
 
     def __init__(self, traced: Program, structure: Any, name: str) -> None:
         self.traced, self.structure = traced, structure
         self.program = fold_row_sums(simplify(traced))
-        self.function, self.source = compile_program(self.program, name)
+        self.code = generate(self.program)
+        self.function, self.source = compile_code(self.code, name)
         self.fast: Callable[..., Any] | None = None
-        result, statics = _result_expression(structure, self.program.outputs)
+        outputs = [f"r[{k}]" for k in range(len(self.program.outputs))]
+        result, statics = _result_expression(structure, self.program.outputs, outputs)
         if result is None:  # dict keys that do not print as Python
             self.rebuild = lambda results: unflatten(structure, [constant(r) for r in results])
         else:
-            self.rebuild = eval(f"lambda r: {result}", {"T": constant, "W": wrap, "S": statics})
+            self.rebuild = eval(f"lambda r: {result}", {**_WRAPPERS, "S": statics})
 
 
-def _result_expression(structure: Any, outputs: list[Atom]) -> tuple[str | None, list[Any]]:
-    """``f``'s result as one expression of the compiled arrays ``r`` (``(W(r[0]), [T(r[1])])``),
+_WRAPPERS = {"T": constant, "W": wrap, "AS": np.asarray, "F": np.dtype(np.float64)}
+"""What a result expression calls (see :func:`_result_expression`)."""
+
+
+def _result_expression(structure: Any, outputs: list[Atom], values: list[str]) -> tuple[str | None, list[Any]]:
+    """``f``'s result as one expression of the compiled values ``values`` (``(W(r[0]), [T(r[1])])``),
     so a call pays no walk over the structure (None if a dict key does not print as Python),
     and the results that are no values (``S[k]`` in the expression). ``W`` wraps what is surely
-    a float64 array (a computed variable with axes), ``T`` anything else (a NumPy scalar, a constant)."""
+    a float64 array (a computed variable with axes), ``W(AS(.., F))`` a computed float64 scalar
+    (a NumPy scalar or a 0-d array), ``T`` anything else (a constant)."""
     count = iter(range(1 << 30))
     statics: list[Any] = []
 
     def expression(s: Any) -> str:
         if s is None:
             k = next(count)
-            out = outputs[k]
-            return f"{'W' if isinstance(out, Var) and out.dtype == 'f64' and out.shape else 'T'}(r[{k}])"
+            out, value = outputs[k], values[k]
+            if not isinstance(out, Var) or out.dtype != "f64":
+                return f"T({value})"
+            return f"W({value})" if out.shape else f"W(AS({value}, F))"
         if type(s) is Static:
             statics.append(s.value)
             return f"S[{len(statics) - 1}]"
@@ -79,11 +89,14 @@ _GUARDED_STATIC = (bool, int, float, str, type(None))
 def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[..., Any] | None:
     """The call of ``entry`` as one generated function of the arguments: *guards* (as
     torch.compile calls them) check that the arguments have the signature ``args`` had,
-    then the arrays go to the compiled code and its results come back as Tensors. Without
-    it, a call builds the signature and looks it up. None where the arguments are not
-    simple enough (dicts, other dtypes, unusual static values). Closed-over Tensors are read
-    afresh (their shapes checked, and that they require no grad or recording is off)."""
-    result, statics = _result_expression(entry.structure, entry.program.outputs)
+    then the compiled code's lines run on their arrays, inline, and the results come back
+    as Tensors. Without it, a call builds the signature and looks it up. None where the
+    arguments are not simple enough (dicts, other dtypes, unusual static values).
+    Closed-over Tensors are read afresh (their shapes checked, and that they require no
+    grad or recording is off). The guards' own names start with ``_`` or a capital, or
+    hold a digit, so that no variable of the program (``a``, ``b``, ..., ``len``, ...) hides one."""
+    code = entry.code
+    result, statics = _result_expression(entry.structure, entry.program.outputs, code.outputs)
     if result is None:
         return None
     lines: list[str] = []
@@ -97,17 +110,17 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
 
     def check() -> None:  # the conditions so far, as one test
         if conditions:
-            lines.append(f"if not ({' and '.join(conditions)}):\n        return MISS")
+            lines.append(f"    if not ({' and '.join(conditions)}):\n        return MISS")
             conditions.clear()
 
     def fixed(x: Any, at: str) -> bool:  # a static value: the same type and value
         if type(x) is np.ndarray:
             conditions.append(
-                f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r} "
+                f"_type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r} "
                 f"and {at}.tobytes() == {name(x.tobytes())}"
             )
         elif type(x) in _GUARDED_STATIC and (type(x) is not float or (math.isfinite(x) and x != 0.0)):
-            conditions.append(f"type({at}) is {name(type(x))} and {at} == {x!r}")
+            conditions.append(f"_type({at}) is {name(type(x))} and {at} == {x!r}")
         else:
             return False
         return True
@@ -115,20 +128,20 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
     def walk(x: Any, at: str) -> bool:
         kind = type(x)
         if kind is Tensor:
-            conditions.append(f"type({at}) is Tensor and not {at}.requires_grad and {at}._data.shape == {x.shape!r}")
+            conditions.append(f"_type({at}) is Tensor and not {at}.requires_grad and {at}._data.shape == {x.shape!r}")
             arrays.append(f"{at}._data")
         elif kind is np.ndarray and x.dtype is _FLOAT64:
-            conditions.append(f"type({at}) is A and {at}.dtype is F and {at}.shape == {x.shape!r}")
+            conditions.append(f"_type({at}) is A and {at}.dtype is F and {at}.shape == {x.shape!r}")
             arrays.append(at)
         elif kind is list or kind is tuple:  # checked, then its items get names of their own
-            conditions.append(f"type({at}) is {kind.__name__} and len({at}) == {len(x)}")
+            conditions.append(f"_type({at}) is {kind.__name__} and _len({at}) == {len(x)}")
             check()
             items = [f"{at}_{i}" for i in range(len(x))]
             if items:
-                lines.append(f"{''.join(i + ', ' for i in items)}= {at}")
+                lines.append(f"    {''.join(i + ', ' for i in items)}= {at}")
             return all(walk(item, i) for item, i in zip(x, items))
         elif kind is np.ndarray and x.dtype.kind in "iu":
-            conditions.append(f"type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r}")
+            conditions.append(f"_type({at}) is A and {at}.dtype is {name(x.dtype)} and {at}.shape == {x.shape!r}")
             arrays.append(at)
         elif kind is np.ndarray and x.dtype.kind == "f":
             return False
@@ -137,8 +150,9 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         return True
 
     parameters = [f"a{i}" for i in range(len(args))]
+    lines.append(f"    if _len(_args) != {len(args)}:\n        return MISS")
     if args:
-        lines.append(f"{''.join(p + ', ' for p in parameters)}= args")
+        lines.append(f"    {''.join(p + ', ' for p in parameters)}= _args")
     if not all(fixed(x, a) if i in static else walk(x, a) for i, (x, a) in enumerate(zip(args, parameters))):
         return None
     for c in entry.program.consts:
@@ -146,14 +160,11 @@ def _guarded(entry: _Compiled, args: tuple, static: frozenset[int]) -> Callable[
         conditions.append(f"(not {at}.requires_grad or not G()) and {at}._data.shape == {c.shape!r}")
         arrays.append(f"{at}._data")
     check()
-    body = "".join(f"    {line}\n" for line in lines)
-    source = (
-        f"def fast(*args):\n    if len(args) != {len(args)}:\n        return MISS\n{body}"
-        f"    r = compiled({', '.join(arrays)})\n    return {result}\n"
-    )
-    namespace: dict[str, Any] = {"Tensor": Tensor, "T": constant, "W": wrap, "S": statics, "G": is_grad_enabled}
-    namespace.update(A=np.ndarray, F=_FLOAT64, MISS=MISS, **names)
-    namespace["compiled"] = entry.function
+    if code.parameters:  # the compiled code's lines, on the arguments' arrays
+        lines.append(f"    {''.join(p + ', ' for p in code.parameters)}= {''.join(a + ', ' for a in arrays)}")
+    source = "def fast(*_args):\n" + "".join(line + "\n" for line in lines + code.lines) + f"    return {result}\n"
+    namespace = {**code.namespace, **_WRAPPERS, **names, "S": statics, "G": _grad_mode.get, "MISS": MISS}
+    namespace.update(Tensor=Tensor, A=np.ndarray, _type=type, _len=len)
     exec(compile(source, "<jit guards>", "exec"), namespace)
     return namespace["fast"]
 

@@ -313,3 +313,23 @@ def test_the_compiled_cross_entropy_gradient_is_the_eager_one_bit_for_bit() -> N
             ours, eager = jit(grad(f))(z, labels).data, grad(f)(z, labels).data
         assert np.array_equal(np.isnan(ours), np.isnan(eager))
         assert np.array_equal(ours[~np.isnan(ours)].view(np.int64), eager[~np.isnan(eager)].view(np.int64))
+
+
+def test_softmax_over_a_short_last_axis_of_many_rows_is_a_chain_with_the_eager_bits() -> None:
+    # Enough rows, and codegen takes the row maxima and sums column by column instead of with
+    # NumPy's reductions: the same operations in the same order, so the same bits, for logits
+    # whose sums depend on the order (scale 20), signed zeros, infinities and NaN.
+    rng = np.random.default_rng(0)
+    special = np.array([0.0, -0.0, 745.0, -800.0, 1e308, -1e308, np.inf, -np.inf, np.nan])
+    for width in range(2, 8):
+        for shape in ((16 * width, width), (2, 8 * width, width)):
+            z = np.where(rng.random(shape) < 0.2, rng.choice(special, shape), rng.normal(scale=20.0, size=shape))
+            for op in ("softmax", "log_softmax"):
+                f = jit(lambda z, op=op: getattr(z, op)())
+                with np.errstate(all="ignore"):  # tracing computes too
+                    source, ours, eager = f.source(z), f(z).data, getattr(Tensor(z), op)().data
+                assert "maximum.reduce" not in source and "add.reduce" not in source and "[..., 1:2]" in source
+                assert np.array_equal(np.isnan(ours), np.isnan(eager)), (op, shape)
+                assert np.array_equal(ours[~np.isnan(ours)].view(np.int64), eager[~np.isnan(eager)].view(np.int64))
+    few_rows = np.ones((16, 3))  # one reduction call beats a chain of calls here: the batch of chapter 15
+    assert "np.maximum.reduce" in jit(lambda z: z.log_softmax()).source(few_rows)
