@@ -383,7 +383,7 @@ def test_jit_traces_once_per_signature(nb):
     assert "Tensor(10.)\nTensor(20.)" in out and "def norm_times_two(a):" in out
 
 
-def test_the_jitted_step_reads_like_the_hand_written_one_and_equals_the_eager_step(nb, iris):
+def test_the_jitted_step_reads_like_the_hand_written_one_and_equals_the_eager_step(nb, text, iris):
     step = jit(sgd_step(loss))
     source = step.source(iris["params"], iris["x16"], iris["labels16"])
     assert source in printed_by(nb, "ch15-jit-step")
@@ -394,6 +394,8 @@ def test_the_jitted_step_reads_like_the_hand_written_one_and_equals_the_eager_st
     assert backward.count("np.matmul") == 3 and backward.count("np.add.reduce(") == 2  # two sums, none for x
     assert "np.sign(h)" in backward and backward.count(".T\n") == 2 and ", out=" in backward
     assert "    o[_c0, f] = _c1\n" in backward  # dz[rows, labels] -= 1.0 of the hand-written step
+    assert "    q = np.multiply(p, -0.0625, out=p)\n" in backward  # the column c0 of -1/16, as one number
+    assert "`-0.0625` is the column `c0` above, as one number" in section(text, "A jitted training step")
     _, new = step(iris["params"], iris["x16"], iris["labels16"])
     eager = MLP([4, 16, 3], rng=0)
     cross_entropy(eager(iris["x16"]), iris["labels16"]).backward()

@@ -333,3 +333,22 @@ def test_softmax_over_a_short_last_axis_of_many_rows_is_a_chain_with_the_eager_b
                 assert np.array_equal(ours[~np.isnan(ours)].view(np.int64), eager[~np.isnan(eager)].view(np.int64))
     few_rows = np.ones((16, 3))  # one reduction call beats a chain of calls here: the batch of chapter 15
     assert "np.maximum.reduce" in jit(lambda z: z.log_softmax()).source(few_rows)
+
+
+def test_a_constant_of_equal_entries_is_one_number_in_the_code_with_the_eager_bits() -> None:
+    x = np.array([[1.5, -0.0, np.inf], [0.0, -2.0, np.nan]])
+    for value in (-0.0625, -0.0, 0.0, np.inf, np.nan):
+        column = np.full((2, 1), value)
+
+        def four(x: Tensor, column: np.ndarray = column) -> tuple[Tensor, ...]:
+            return x * column, column / x, x - column, column + x
+
+        with np.errstate(all="ignore"):
+            source, ours, eager = jit(four).source(x), jit(four)(x), four(Tensor(x))
+        assert "_c" not in source, source  # four operations on one number
+        for a, b in zip(ours, eager):
+            assert np.array_equal(np.isnan(a.data), np.isnan(b.data))
+            assert np.array_equal(a.data[~np.isnan(a.data)].view(np.int64), b.data[~np.isnan(b.data)].view(np.int64))
+    # Entries that differ (-0.0 beside 0.0), or a constant that gives the result its shape, stay arrays.
+    assert "_c0" in jit(lambda x: x * np.array([[0.0], [-0.0]])).source(np.ones((2, 3)))
+    assert "_c0" in jit(lambda x: x[0] * np.full((2, 3), 2.0)).source(np.ones((2, 3)))
