@@ -99,10 +99,10 @@ def _columns(x: str, e: Equation) -> list[str] | None:
     2 to 7 entries and at least 16 rows per entry (an Iris batch of 256). NumPy reduces each row
     in a call of its own, so a reduction over a short axis costs per row; the chain costs per
     column. The bits are the same: a maximum is exact, and NumPy sums fewer than 8 entries one
-    after the other, from the first (exp is never -0.0, so its initial +0.0 changes nothing).
+    after the other, starting from +0.0, which changes no sum of exps (exp is never -0.0).
     Otherwise None."""
     axis, shape = e.params[0], e.args[0].shape
-    if type(axis) is not int or axis % len(shape) != len(shape) - 1:
+    if type(axis) is not int or len(shape) < 2 or axis % len(shape) != len(shape) - 1:
         return None
     width = shape[-1]
     if not 2 <= width <= 7 or math.prod(shape[:-1]) < 16 * width:
