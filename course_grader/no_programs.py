@@ -22,7 +22,7 @@ import os
 import platform
 import struct
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 REFUSAL = "running other programs is not allowed while grading"
 
@@ -31,8 +31,7 @@ class ProgramsNotForbidden(OSError):
     """This machine cannot stop a process from starting programs (no filter was installed)."""
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
     """What the filter needs of one processor architecture: the kernel's audit architecture
     (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat``."""
 
