@@ -25,6 +25,7 @@ import sys
 from typing import NamedTuple
 
 REFUSAL = "running other programs is not allowed while grading"
+MUST_FORBID = "--must-forbid-programs"  # the runner's flag in the sandbox: no filter, no grading
 
 
 class ProgramsNotForbidden(OSError):

@@ -30,7 +30,7 @@ import types
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from no_programs import ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
+from no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
 from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
     BINARY,
     CELL_END,
@@ -383,7 +383,7 @@ def main() -> None:
     try:
         forbid_programs()
     except ProgramsNotForbidden as error:
-        if "--must-forbid-programs" in sys.argv[3:]:
+        if MUST_FORBID in sys.argv[3:]:
             raise SystemExit(f"the sandbox cannot forbid running other programs here: {error}") from None
     sys.path.insert(0, job["course_lib_parent"])
     import logging

@@ -47,12 +47,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_grader.no_programs import unavailable
+from course_grader.no_programs import MUST_FORBID, unavailable
 from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 
 RUNNER = Path(__file__).with_name("runner.py")
 RUNNER_MODULES = ("protocol.py", "no_programs.py")  # what runner.py imports from beside it
-MUST_FORBID_PROGRAMS = "--must-forbid-programs"  # the runner's flag: no filter, no grading
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
@@ -336,8 +335,8 @@ class Sandbox:
         if self.isolated and (why := unavailable()):
             raise SandboxMissing(
                 f"the sandbox cannot stop a hand-in from running other programs on this machine: {why}. "
-                "Grade on Linux on x86_64 or aarch64 (any kernel since 3.17 has seccomp filters); only for "
-                "hand-ins you trust, pass --unsafe-no-sandbox to grade without isolation."
+                "Grade with a 64-bit Python on x86_64 or aarch64 Linux (every distribution's kernel has seccomp "
+                "filters); only for hand-ins you trust, pass --unsafe-no-sandbox to grade without isolation."
             )
         self.slot = slot
         self.rules = rules or Rules()
@@ -403,7 +402,7 @@ class Sandbox:
             cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
-        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd), MUST_FORBID_PROGRAMS]
+        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd), MUST_FORBID]
         return self.confined(cmd)
 
     def confined(self, cmd: list[str]) -> list[str]:

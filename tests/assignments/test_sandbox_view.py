@@ -19,10 +19,10 @@ from nbgrader_helpers import answer_cells
 from paths import ROOT
 from test_verdict_seams import PS01, grade
 
+from course_grader.no_programs import MUST_FORBID
 from course_grader.rules import course_lib_without, private_folder, read_rules
 from course_grader.sandbox import (
     INSIDE_GRADER,
-    MUST_FORBID_PROGRAMS,
     Sandbox,
     _python_roots,
     find_bwrap,
@@ -71,7 +71,7 @@ def run_in_the_sandbox(sandbox: Sandbox, source: str) -> subprocess.CompletedPro
     with tempfile.TemporaryDirectory() as scratch:
         os.chmod(scratch, 0o755)
         cmd = sandbox.command(Path(scratch), 0, 1)
-        assert cmd[-5:] == ["-I", f"{INSIDE_GRADER}/runner.py", "0", "1", MUST_FORBID_PROGRAMS], cmd[-6:]
+        assert cmd[-5:] == ["-I", f"{INSIDE_GRADER}/runner.py", "0", "1", MUST_FORBID], cmd[-6:]
         cmd[-4:] = ["-c", source]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
