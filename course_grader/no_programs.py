@@ -132,10 +132,12 @@ def forbid_programs() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     # Required for an unprivileged process to install a filter; bubblewrap has set it already.
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise ProgramsNotForbidden(ctypes.get_errno(), f"prctl(PR_SET_NO_NEW_PRIVS) failed: {_reason()}")
+        raise ProgramsNotForbidden(f"prctl(PR_SET_NO_NEW_PRIVS) failed: {_reason()}")
     call = (ctypes.c_long(n) for n in (machine.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC))
-    if libc.syscall(*call, ctypes.byref(fprog)) != 0:
-        raise ProgramsNotForbidden(ctypes.get_errno(), f"the kernel refused the seccomp filter: {_reason()}")
+    failed = libc.syscall(*call, ctypes.byref(fprog))
+    if failed:  # -1 with errno set, or the id of a thread the filter could not be given to
+        why = _reason() if failed == -1 else f"thread {failed} could not take it"
+        raise ProgramsNotForbidden(f"the kernel refused the seccomp filter: {why}")
     sys.addaudithook(_word_the_refusal)
 
 
