@@ -67,9 +67,6 @@ OTHER_ENGINES = (
     "sqlalchemy",  # sqlalchemy.util.topological.sort (a ps04 topo_sort made of it scored 2/2)
     "alembic",  # its revision map sorts with sqlalchemy's
 )
-# Programs of the system that sort a graph: a ps04 answer that handed its edges to tsort scored
-# 8/8 on the three orderings. Absent from every sandbox (no assignment starts a program).
-OTHER_PROGRAMS = ("tsort", "make", "gmake", "dot", "tred", "gvpr", "acyclic")
 
 
 class RuleError(ValueError):
@@ -233,18 +230,6 @@ def missing_module(name: str, why: str) -> str:
     """The source of a module whose import fails, saying why (an exercise rule)."""
     message = f"No module named {name!r} in this assignment: {why} (an exercise rule of the course)"
     return f"raise ModuleNotFoundError({message!r}, name={name!r})\n"
-
-
-def hidden_programs(cache: Path | None = None) -> list[tuple[Path, Path]]:
-    """(an empty file no one may run, where) for each of :data:`OTHER_PROGRAMS` the system
-    has: mounted over the program, starting it fails (permission denied)."""
-    stub = (cache or private_folder()) / "no-program"
-    if not stub.is_file():
-        stub.write_bytes(b"")
-        stub.chmod(0o644)
-    folders = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
-    found = {shutil.which(name, path=os.pathsep.join(folders)) for name in OTHER_PROGRAMS}
-    return sorted((stub, Path(path).resolve()) for path in found if path)
 
 
 def hidden_packages(

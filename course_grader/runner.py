@@ -8,8 +8,12 @@ a test, an expected value, a reference solution or a verdict, so there is nothin
 answer code to read or change that would alter its grade: the judge decides
 (:mod:`course_grader.judge`), from plain data (:mod:`course_grader.protocol`).
 
-Run as ``python -I runner.py REQUEST_FD REPLY_FD``; uses the standard library, NumPy and
-whatever the cells import.
+Before the first cell it forbids starting programs (:mod:`course_grader.no_programs`): with
+``--must-forbid-programs`` (the sandbox's), a machine that cannot ends the runner before any cell
+runs; without it (no sandbox), the runner goes on where it cannot.
+
+Run as ``python -I runner.py REQUEST_FD REPLY_FD [--must-forbid-programs]``; uses the standard
+library, NumPy and whatever the cells import.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import types
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
 from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
     BINARY,
     CELL_END,
@@ -375,6 +380,11 @@ def main() -> None:
     for name, value in job["rlimits"].items():  # before any of the student's code runs
         resource.setrlimit(getattr(resource, name), (value, value))
     _libc("prctl", PR_SET_THP_DISABLE, 1, 0, 0, 0)  # 4 kB pages: no jump of 2 MB in measured memory
+    try:
+        forbid_programs()
+    except ProgramsNotForbidden as error:
+        if MUST_FORBID in sys.argv[3:]:
+            raise SystemExit(f"the sandbox cannot forbid running other programs here: {error}") from None
     sys.path.insert(0, job["course_lib_parent"])
     import logging
 

@@ -7,7 +7,11 @@ system (no ``solutions/``, no gradebook, no other student's work, no tests). It 
 unprivileged user in new user, PID, network, IPC and UTS namespaces: no network at all (not
 even the host's loopback), no view of the grader's processes, an empty environment, and
 every process it starts dies with it. It talks to the judge over two pipes; its standard
-input is empty.
+input is empty. It starts no program: before the first cell runs, the runner installs a
+seccomp filter on which the kernel refuses ``execve`` (:mod:`course_grader.no_programs`), so a
+hand-in can fork but cannot run ``tsort``, ``perl`` or another Python. Where that filter
+cannot be installed (not Linux on x86_64 or aarch64, a kernel without seccomp), grading
+refuses to run, as without bubblewrap.
 
 **Classmates stay safe.** Each sandbox gets limits of its own that the kernel enforces
 whoever runs the grader: where the grader may create control groups (root, cgroup v1 or v2,
@@ -26,7 +30,7 @@ system's dist-packages) is an empty folder there.
 
 Without bubblewrap, grading refuses to run unless the instructor passes the explicit unsafe
 flag; then the same runner runs with the same limits and an empty environment, but with the
-grader's own user, files and network.
+grader's own user, files and network (and it forbids programs where the machine allows).
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages, hidden_programs
+from course_grader.no_programs import MUST_FORBID, unavailable
+from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 
 RUNNER = Path(__file__).with_name("runner.py")
-PROTOCOL = Path(__file__).with_name("protocol.py")
+RUNNER_MODULES = ("protocol.py", "no_programs.py")  # what runner.py imports from beside it
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
@@ -327,6 +332,12 @@ class Sandbox:
                 "you trust, pass --unsafe-no-sandbox to grade without isolation."
             )
         self.isolated = self.bwrap is not None and not unsafe
+        if self.isolated and (why := unavailable()):
+            raise SandboxMissing(
+                f"the sandbox cannot stop a hand-in from running other programs on this machine: {why}. "
+                "Grade with a 64-bit Python on x86_64 or aarch64 Linux (every distribution's kernel has seccomp "
+                "filters); only for hand-ins you trust, pass --unsafe-no-sandbox to grade without isolation."
+            )
         self.slot = slot
         self.rules = rules or Rules()
         changed = self.rules.changes_course_lib
@@ -335,7 +346,6 @@ class Sandbox:
         shown = package_folders()
         self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
         self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
-        self.programs = hidden_programs() if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
 
     @property
@@ -377,9 +387,6 @@ class Sandbox:
             seen = any(package.is_relative_to(root) for root in shown)
             if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
-        for stub, program in self.programs:  # programs that would sort a graph: present, not runnable
-            if any(program.is_relative_to(root) for root in shown):
-                cmd += ["--ro-bind", str(stub), str(program)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.groups is not None:
@@ -391,11 +398,11 @@ class Sandbox:
         else:
             cmd += ["--bind", str(scratch), INSIDE_HOME]
         cmd += ["--chdir", INSIDE_HOME]
-        cmd += ["--ro-bind", str(RUNNER), f"{INSIDE_GRADER}/runner.py"]
-        cmd += ["--ro-bind", str(PROTOCOL), f"{INSIDE_GRADER}/protocol.py"]
+        for name in ("runner.py", *RUNNER_MODULES):
+            cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
-        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd)]
+        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd), MUST_FORBID]
         return self.confined(cmd)
 
     def confined(self, cmd: list[str]) -> list[str]:

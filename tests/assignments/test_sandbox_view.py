@@ -13,10 +13,13 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbgrader_helpers import answer_cells
 from paths import ROOT
 from test_verdict_seams import PS01, grade
 
+from course_grader.no_programs import MUST_FORBID
 from course_grader.rules import course_lib_without, private_folder, read_rules
 from course_grader.sandbox import (
     INSIDE_GRADER,
@@ -63,17 +66,22 @@ print(json.dumps({"found": {f: sorted(os.listdir(f))[:5] for f in found}, "impor
 """
 
 
+def run_in_the_sandbox(sandbox: Sandbox, source: str) -> subprocess.CompletedProcess:
+    """``source`` run in the sandbox instead of the runner (so without its filter on programs)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chmod(scratch, 0o755)
+        cmd = sandbox.command(Path(scratch), 0, 1)
+        assert cmd[-5:] == ["-I", f"{INSIDE_GRADER}/runner.py", "0", "1", MUST_FORBID], cmd[-6:]
+        cmd[-4:] = ["-c", source]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
 def test_the_sandbox_shows_no_package_folder_but_the_graders():
     """Every package folder (site-packages, dist-packages) and standard library the sandbox's
     file system holds is the grader's own or empty, and no hidden package imports from any."""
     sandbox = Sandbox(rules=read_rules(ROOT / "solutions" / PS01))
     hidden = list(sandbox.rules.packages)
-    with tempfile.TemporaryDirectory() as scratch:
-        os.chmod(scratch, 0o755)
-        cmd = sandbox.command(Path(scratch), 0, 1)
-        assert cmd[-4:-2] == ["-I", f"{INSIDE_GRADER}/runner.py"], cmd[-5:]
-        cmd[-4:] = ["-I", "-c", f"HIDDEN = {hidden!r}\n{PROBE}"]  # the probe instead of the runner
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = run_in_the_sandbox(sandbox, f"HIDDEN = {hidden!r}\n{PROBE}")
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     shown = {str(f) for f in package_folders()} | {sysconfig.get_paths()["stdlib"]}
@@ -162,3 +170,74 @@ def test_a_course_lib_planted_by_another_user_is_ignored(tmp_path, monkeypatch):
     assert points == 0 and "course_lib.check.numerical_grad is not available" in message, message
     assert classmate["test_gradient_fd"][0] == 2, classmate
     assert not used.is_relative_to(planted.parent.parent) and used_owner == os.geteuid()
+
+
+# A hand-in that hands its work to another program, by every route Python offers, each answer
+# computing its result only once the program has run (its exit status 3). In the sandbox
+# without the runner's filter each route runs its program; graded, none does.
+ROUTES = """
+import ctypes, os, subprocess, sys, tempfile
+
+_PYTHON_3 = [sys.executable, "-c", "raise SystemExit(3)"]
+
+
+def _perl():
+    return subprocess.run(["perl", "-e", "exit 3"]).returncode == 3
+
+
+def _python_c():
+    return subprocess.run(_PYTHON_3).returncode == 3
+
+
+def _posix_spawn():
+    return os.waitstatus_to_exitcode(os.waitpid(os.posix_spawn(sys.executable, _PYTHON_3, {}), 0)[1]) == 3
+
+
+def _in_a_child(start, *args):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            start(*args)
+        finally:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 3
+
+
+def _os_execv():
+    return _in_a_child(os.execv, sys.executable, _PYTHON_3)
+
+
+def _ctypes_script():  # a #! script in /tmp, started by the C library's execve (no audit event)
+    path = os.path.join(tempfile.mkdtemp(dir="/tmp"), "helper.sh")
+    with open(path, "w") as script:
+        script.write("#!/bin/sh\\nexit 3\\n")
+    os.chmod(path, 0o755)
+    argv = (ctypes.c_char_p * 2)(path.encode(), None)
+    return _in_a_child(ctypes.CDLL(None).execve, path.encode(), argv, None)
+"""
+ROUTE_OF = {
+    "forward_difference": "_perl",
+    "central_difference": "_python_c",
+    "gradient_fd": "_os_execv",
+    "best_step": "_posix_spawn",
+    "observed_order": "_ctypes_script",
+}
+
+
+def test_a_hand_in_cannot_start_a_program_by_any_route():
+    """Before (in the sandbox, without the runner's filter) every route runs its program; graded,
+    every part that needs one scores 0, the reason named in the feedback."""
+    routes = ", ".join(ROUTE_OF.values())
+    before = run_in_the_sandbox(Sandbox(), f"{ROUTES}\nprint([r() for r in ({routes})])")
+    assert before.stdout.split() == ["[True,", "True,", "True,", "True,", "True]"], before.stderr
+    solution = answer_cells(nbformat.read(ROOT / "solutions" / PS01 / f"{PS01}.ipynb", as_version=4))
+    answers = {
+        name: f"{ROUTES}\n{solution[name].source}\n\n_work_{name} = {name}\n\n\n"
+        f"def {name}(*args, **kwargs):\n    assert {route}(), 'the other program did not run'\n"
+        f"    return _work_{name}(*args, **kwargs)\n"
+        for name, route in ROUTE_OF.items()
+    }
+    got = grade(PS01, answers, {f"test_{name}" for name in ROUTE_OF})
+    assert got.keys() == {f"test_{name}" for name in ROUTE_OF} and all(p == 0 for p, _ in got.values()), got
+    for name in ("forward_difference", "central_difference", "best_step"):  # the audit hook's words
+        assert "PermissionError" in got[f"test_{name}"][1] and "not allowed while grading" in got[f"test_{name}"][1]

@@ -1,0 +1,155 @@
+"""No other programs while a hand-in is graded: a seccomp filter on which the kernel refuses
+``execve`` and ``execveat``.
+
+The runner calls :func:`forbid_programs` once, after its own imports and before the first cell
+runs. From then on starting a program fails with EPERM in the runner, in every thread it has
+and in every process it forks (a seccomp filter is inherited and cannot be removed): a hand-in
+cannot hand its work to ``tsort``, ``perl``, a C compiler or another Python (``python -c``),
+by whatever route (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``ctypes``, a ``#!``
+script). Forking stays allowed, so ``multiprocessing`` with the fork start method works.
+
+bubblewrap's own ``--seccomp`` would not do: it loads the filter just before it starts the
+runner with ``execvp``, which the filter would refuse.
+
+Standard library only: it runs inside the sandbox, beside runner.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+import sys
+from typing import NamedTuple
+
+REFUSAL = "running other programs is not allowed while grading"
+MUST_FORBID = "--must-forbid-programs"  # the runner's flag in the sandbox: no filter, no grading
+
+
+class ProgramsNotForbidden(OSError):
+    """This machine cannot stop a process from starting programs (no filter was installed)."""
+
+
+class Machine(NamedTuple):
+    """What the filter needs of one processor architecture: the kernel's audit architecture
+    (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat``."""
+
+    audit_arch: int
+    seccomp: int
+    execs: tuple[int, int]
+    # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
+    # 30 set (x32's execve is another number), so the filter refuses every one of those.
+    x32: bool = False
+
+
+MACHINES = {
+    "x86_64": Machine(audit_arch=0xC000003E, seccomp=317, execs=(59, 322), x32=True),
+    "aarch64": Machine(audit_arch=0xC00000B7, seccomp=277, execs=(221, 281)),
+}
+X32_SYSCALL_BIT = 0x40000000
+
+# Classic BPF, as seccomp runs it on a struct seccomp_data (nr at offset 0, arch at 4).
+LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
+JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+JUMP_IF_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+RETURN = 0x06  # BPF_RET | BPF_K
+SYSCALL_NUMBER, AUDIT_ARCH = 0, 4
+ALLOW = 0x7FFF0000  # SECCOMP_RET_ALLOW
+REFUSE = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO: the call fails with EPERM
+
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_TSYNC = 1  # every thread of the process, not only the calling one
+
+
+def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes:
+    """One ``struct sock_filter``; a jump's targets count instructions after the next one."""
+    return struct.pack("=HBBI", code, if_true, if_false, k)
+
+
+def filter_program(machine: Machine) -> bytes:
+    """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
+    x32 one, ``execve`` or ``execveat`` fails with EPERM; every other call is allowed."""
+    tests = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
+    tests += [(JUMP_IF_EQUAL, number) for number in machine.execs]
+    program = [
+        instruction(LOAD_WORD, AUDIT_ARCH),
+        instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=len(tests) + 2),
+        instruction(LOAD_WORD, SYSCALL_NUMBER),
+    ]
+    program += [instruction(code, k, if_true=len(tests) - i) for i, (code, k) in enumerate(tests)]
+    program += [instruction(RETURN, ALLOW), instruction(RETURN, REFUSE)]
+    return b"".join(program)
+
+
+def this_machine() -> Machine:
+    """This process's architecture, or :class:`ProgramsNotForbidden` saying why there is none."""
+    name = platform.machine()
+    if sys.platform != "linux":
+        raise ProgramsNotForbidden(f"seccomp filters are Linux's; this is {sys.platform}")
+    if name not in MACHINES or struct.calcsize("P") != 8:
+        raise ProgramsNotForbidden(
+            f"the grader knows the system calls of 64-bit x86_64 and aarch64 Pythons only; "
+            f"this is {name} ({8 * struct.calcsize('P')}-bit Python)"
+        )
+    return MACHINES[name]
+
+
+def unavailable() -> str | None:
+    """Why :func:`forbid_programs` would fail on this machine, read without installing anything
+    (the kernel's seccomp support, the architecture); ``None`` if it should work."""
+    try:
+        this_machine()
+    except ProgramsNotForbidden as error:
+        return str(error)
+    try:
+        with open("/proc/self/status") as status:
+            if not any(line.startswith("Seccomp:") for line in status):
+                return "this Linux kernel was built without seccomp"
+    except OSError as error:
+        return f"cannot read /proc/self/status ({error.strerror})"
+    actions = "/proc/sys/kernel/seccomp/actions_avail"  # Linux 4.14 on; the runner checks older ones
+    if os.path.exists(actions):
+        with open(actions) as available:
+            if "errno" not in available.read().split():
+                return "this Linux kernel's seccomp filters cannot return an error"
+    return None
+
+
+def forbid_programs() -> None:
+    """From now on no program can start in this process or any it forks (execve fails with
+    EPERM); :class:`ProgramsNotForbidden` if the kernel refused the filter."""
+    machine = this_machine()
+    program = filter_program(machine)
+    instructions = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(instructions))
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Required for an unprivileged process to install a filter; bubblewrap has set it already.
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise ProgramsNotForbidden(f"prctl(PR_SET_NO_NEW_PRIVS) failed: {_reason()}")
+    call = (ctypes.c_long(n) for n in (machine.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC))
+    failed = libc.syscall(*call, ctypes.byref(fprog))
+    if failed:  # -1 with errno set, or the id of a thread the filter could not be given to
+        why = _reason() if failed == -1 else f"thread {failed} could not take it"
+        raise ProgramsNotForbidden(f"the kernel refused the seccomp filter: {why}")
+    sys.addaudithook(_word_the_refusal)
+
+
+def _reason() -> str:
+    return os.strerror(ctypes.get_errno())
+
+
+# Python's audit events for starting a program. The kernel refuses these anyway; the hook only
+# raises first, with a message that says why (the kernel's says "Operation not permitted").
+STARTS_A_PROGRAM = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen", "pty.spawn"})
+
+
+def _word_the_refusal(event: str, args: tuple) -> None:
+    if event in STARTS_A_PROGRAM:
+        raise PermissionError(errno.EPERM, REFUSAL, args[0] if args else None)
