@@ -5,8 +5,8 @@ test cells must then score zero and what their failing assert must tell the stud
 one per part. The later parts build on the earlier ones (the descent and the checkpointing fly
 the simulator with the student's last step, the dead-code pass and the compiler take the step's
 program), and their hidden tests run the course's answer in place of an earlier part that
-failed (``# grader: reference``), so each mistake costs its own part only. The last borrows course_lib's simulator, which the
-assignment's rules switch off in the student's process.
+failed (``# grader: reference``), so each mistake costs its own part only. The last borrows
+course_lib's simulator, which the assignment's rules switch off in the student's process.
 
 ``HONEST`` is a hand-in whose every answer is right but written in other idioms than the
 solution's (helper functions and classes, the objects themselves as dict keys, recursion where
@@ -18,13 +18,13 @@ MISTAKES = {
         # The shortened step's tau computed from .data: the height is right, the gradient misses
         # how the last step's length depends on (v, theta, k).
         "replace": {
-            "final_step": '''def final_step(state, k):
+            "final_step": """def final_step(state, k):
     x, y, vx, vy = state
     ax, ay = acceleration(vx, vy, k)
     d = HOOP[0] - number(x)
     tau = 2 * d / (number(vx) + (number(vx) ** 2 + 2 * number(ax) * d) ** 0.5)
     return y + tau * vy + 0.5 * tau * tau * ay
-''',
+""",
         },
         "fails": {"test_final_step"},
         "message": "Compute tau with Values",
@@ -33,13 +33,13 @@ MISTAKES = {
         # The quadratic's root as (-b + sqrt(b**2 - 4ac)) / 2a: it divides by a_x, which is 0 in a
         # vacuum (and loses its digits in thin air).
         "replace": {
-            "final_step": '''def final_step(state, k):
+            "final_step": """def final_step(state, k):
     x, y, vx, vy = state
     ax, ay = acceleration(vx, vy, k)
     d = HOOP[0] - x
     tau = (-vx + (vx * vx + 2 * ax * d) ** 0.5) / ax
     return y + tau * vy + 0.5 * tau * tau * ay
-''',
+""",
         },
         "fails": {"test_final_step"},
         "message": "without ax in a denominator",
@@ -48,7 +48,7 @@ MISTAKES = {
         # Checks for the hit before recording the throw: the throw that goes through the hoop,
         # the one the descent was for, is missing from the rows.
         "replace": {
-            "aim": '''def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
+            "aim": """def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
     v, theta = float(v0), float(theta0)
     rows = []
     for _ in range(max_steps + 1):
@@ -60,7 +60,7 @@ MISTAKES = {
         ((height - HOOP[1]) ** 2).backward()
         v, theta = v - lr * v_leaf.grad, theta - lr * theta_leaf.grad
     return rows
-''',
+""",
         },
         "fails": {"test_aim"},
         "message": "stop as soon as |height - 3.1| < tol",
@@ -69,7 +69,7 @@ MISTAKES = {
         # Stores the states as checkpoints but never recomputes: one backward pass through the
         # whole recorded flight, so its whole graph is alive at once.
         "replace": {
-            "checkpointed_gradient": '''def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+            "checkpointed_gradient": """def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
     leaves = Value(v), Value(theta), Value(k)
     state, steps, checkpoints = launch(leaves[0], leaves[1]), 0, []
     while not reaches_hoop(state, k, dt):
@@ -80,7 +80,7 @@ MISTAKES = {
     height = final_step(state, leaves[2])
     height.backward()
     return height.data, [leaf.grad for leaf in leaves], checkpoints
-''',
+""",
         },
         "fails": {"test_checkpointed_gradient"},
         "message": "recompute one segment at a time",
@@ -88,7 +88,7 @@ MISTAKES = {
     "relu_passes_every_gradient": {
         # The relu's VJP written as the identity: the loss is right, the step is not.
         "replace": {
-            "step_program": '''def step_program(model, X, y):
+            "step_program": """def step_program(model, X, y):
     params = model.parameters()
     X_node = Tensor(X)
     loss = cross_entropy(model(X_node), y)
@@ -124,7 +124,7 @@ MISTAKES = {
     updated = [emit("-", f"p{k}", emit("*", "lr", grads[f"p{k}"])) for k in range(len(params))]
     return {"inputs": [*(f"p{k}" for k in range(len(params))), "X", "y", "lr"],
             "equations": equations, "outputs": [names[id(loss)], *updated]}
-''',
+""",
         },
         "fails": {"test_step_program"},
         "message": "parameter p0 after the program's step differs",
@@ -133,13 +133,13 @@ MISTAKES = {
         # Drops an equation only when no equation at all reads it: what feeds a dead equation
         # stays (the transpose of the first weight, read only by the dead gradient of X).
         "replace": {
-            "eliminate_dead_code": '''def eliminate_dead_code(program):
+            "eliminate_dead_code": """def eliminate_dead_code(program):
     read = set(program["outputs"])
     for out, op, args in program["equations"]:
         read.update(args)
     live = [(out, op, list(args)) for out, op, args in program["equations"] if out in read]
     return {"inputs": list(program["inputs"]), "equations": live, "outputs": list(program["outputs"])}
-''',
+""",
         },
         "fails": {"test_eliminate_dead_code"},
         "message": "Walk from the last equation to the first",
@@ -148,7 +148,7 @@ MISTAKES = {
         # Code generation that inlines each argument's expression as text: 'g * x > 0' is read
         # as '(g * x) > 0', and 'a - b + c' as '(a - b) + c'.
         "replace": {
-            "compile_program": '''def compile_program(program, name="compiled"):
+            "compile_program": """def compile_program(program, name="compiled"):
     text = {name_: name_ for name_ in program["inputs"]}
     for out, op, args in program["equations"]:
         text[out] = OPS[op][1].format(*(text[a] for a in args))
@@ -158,7 +158,7 @@ MISTAKES = {
                  "cross_entropy_vjp": cross_entropy_vjp}
     exec(source, namespace)
     return source, namespace[name]
-''',
+""",
         },
         "fails": {"test_compile_program"},
         "message": "parentheses",
@@ -166,12 +166,12 @@ MISTAKES = {
     "course_lib_aims_the_shot": {
         # Chapter 11's own descent through course_lib's simulator instead of the student's engine.
         "replace": {
-            "aim": '''def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
+            "aim": """def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
     from course_lib.simulate import fit_shot_with_drag
 
     history = fit_shot_with_drag(v0, theta0, k=k, lr=lr, max_steps=max_steps, tol=tol, dt=dt)
     return list(zip(history.v, history.theta, history.height))
-''',
+""",
         },
         "fails": {"test_aim"},
         "message": "exercise rule",
@@ -192,7 +192,7 @@ def final_step(state, k):
     return y + vy * tau + ay * tau * tau / 2
 ''',
     # A generator of the throws, rows as a dict turned into a list at the end.
-    "aim": '''def _throws(v, theta, k, lr, dt):
+    "aim": """def _throws(v, theta, k, lr, dt):
     while True:
         leaves = {"v": Value(v), "theta": Value(theta)}
         height = hoop_height(leaves["v"], leaves["theta"], k, dt)
@@ -210,7 +210,7 @@ def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
         if abs(height.data - HOOP[1]) < tol or n == max_steps:
             break
     return [rows[n] for n in sorted(rows)]
-''',
+""",
     # The segments as objects in a list, the adjoint passed as a dict keyed by the leaf Values,
     # every segment's k share added up by hand from a fresh k leaf per segment.
     "checkpointed_gradient": '''class Segment:
@@ -259,12 +259,13 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
     return height, [adjoint[0], adjoint[1], k_total], checkpoints
 ''',
     # A helper class with the Tensors themselves as dict keys, and a rule table of functions.
-    "step_program": '''class ProgramWriter:
+    "step_program": """class ProgramWriter:
     def __init__(self):
         self.equations, self.names, self.grads = [], {}, {}
 
     def new(self, op, *args):
-        name = f"t{len(self.equations)}_{op.replace('@', 'mm').replace('+', 'add').replace('*', 'mul').replace('-', 'sub')}"
+        word = {"@": "mm", "+": "add", "*": "mul", "-": "sub"}.get(op, op)
+        name = f"t{len(self.equations)}_{word}"
         self.equations.append((name, op, list(args)))
         return name
 
@@ -307,10 +308,10 @@ def step_program(model, X, y):
     new = [w.new("-", w.names[p], w.new("*", "lr", w.grads[w.names[p]])) for p in parameters]
     return dict(inputs=[w.names[p] for p in parameters] + ["X", "y", "lr"], equations=w.equations,
                 outputs=[w.names[loss]] + new)
-''',
+""",
     # Recursion over what each name needs (the depth is the program's, at most a few dozen here),
     # with the equations looked up in a dict by name.
-    "eliminate_dead_code": '''def eliminate_dead_code(program):
+    "eliminate_dead_code": """def eliminate_dead_code(program):
     by_name = {out: (out, op, tuple(args)) for out, op, args in program["equations"]}
     live = set()
 
@@ -327,9 +328,9 @@ def step_program(model, X, y):
         "equations": [e for e in program["equations"] if e[0] in live],
         "outputs": program["outputs"],
     }
-''',
+""",
     # Code generation with an io.StringIO and its own names, the namespace from globals().
-    "compile_program": '''import io
+    "compile_program": """import io
 
 
 def compile_program(program, name="compiled"):
@@ -346,5 +347,5 @@ def compile_program(program, name="compiled"):
     scope = dict(globals())
     exec(compile(source, "<compiled program>", "exec"), scope)
     return source, scope[name]
-''',
+""",
 }
