@@ -10,7 +10,8 @@ course_lib's simulator, which the assignment's rules switch off in the student's
 
 ``HONEST`` is a hand-in whose every answer is right but written in other idioms than the
 solution's (helper functions and classes, the objects themselves as dict keys, recursion where
-the depth is small, a generator, other names and statement forms): it must score full marks.
+the depth is small, a generator, other names and statement forms), with a topological order of
+its own pasted over the given engine's: it must score full marks.
 """
 
 MISTAKES = {
@@ -180,7 +181,28 @@ MISTAKES = {
 
 HONEST = {
     # tau from the quadratic's coefficients through a helper, with a and c named as in school.
-    "final_step": '''def _stable_root(a, b, c):
+    # With it, pasted over the given engine as the notebook allows: ps04's child-count order
+    # (Kahn's), the nodes themselves as dict keys; both engines' backward() then use it.
+    "final_step": '''def topological_order(root):
+    children, stack = {root: 0}, [root]
+    while stack:
+        for parent in stack.pop()._parents:
+            if parent not in children:
+                children[parent] = 0
+                stack.append(parent)
+            children[parent] += 1
+    ready, order = [root], []
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for parent in node._parents:
+            children[parent] -= 1
+            if children[parent] == 0:
+                ready.append(parent)
+    return order[::-1]
+
+
+def _stable_root(a, b, c):
     """The root of a t**2 + b t + c = 0 near -c / b (b > 0, c < 0): the conjugate form, no division by a."""
     return -2 * c / (b + (b * b - 4 * a * c) ** 0.5)
 
