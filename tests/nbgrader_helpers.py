@@ -15,6 +15,7 @@ __all__ = [
     "answer_cells",
     "fill_in",
     "graded_cells",
+    "load_honest",
     "load_mistakes",
     "nbgrader",
     "nbgrader_meta",
@@ -22,14 +23,26 @@ __all__ = [
 ]
 
 
-def load_mistakes(assignment: str) -> dict:
+def _mistakes_module(assignment: str):
     path = ROOT / "tests" / "mistakes" / f"{assignment}.py"
     if not path.exists():
-        return {}
+        return None
     spec = importlib.util.spec_from_file_location(f"mistakes_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.MISTAKES
+    return module
+
+
+def load_mistakes(assignment: str) -> dict:
+    module = _mistakes_module(assignment)
+    return module.MISTAKES if module else {}
+
+
+def load_honest(assignment: str) -> dict[str, str]:
+    """The answer cells of an honest hand-in written in other idioms than the solution's
+    (``HONEST`` in ``tests/mistakes/<assignment>.py``), or {} where there is none."""
+    module = _mistakes_module(assignment)
+    return getattr(module, "HONEST", {}) if module else {}
 
 
 def graded_cells(nb) -> dict[str, nbformat.NotebookNode]:

@@ -9,6 +9,8 @@ process) grades a small class of crafted submissions in one run:
 - ``untouched``: the student version exactly as released;
 - ``mistake_<name>``: the solution with the answer cells of one typical mistake
   (``tests/mistakes/<assignment>.py``) swapped in;
+- ``honest``: where ``tests/mistakes/<assignment>.py`` has one (``HONEST``), right answers in
+  other idioms than the solution's;
 - ``loop``: the solution whose first answer cell starts with an endless loop.
 
 Scores are read back from nbgrader's gradebook, where the grader records them.
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_mistakes, nbgrader
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_honest, load_mistakes, nbgrader
 
 from course_grader.grading import ClassGrader
 
@@ -54,6 +56,9 @@ class GradedCourse:
         }
         for mistake, spec in self.mistakes.items():
             submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
+        self.honest = load_honest(assignment)
+        if self.honest:
+            submissions["honest"] = fill_in(self.release, self.source, self.honest)
         for student, nb in submissions.items():
             folder = self.root / "submissions" / student
             folder.mkdir(parents=True)
@@ -152,6 +157,13 @@ def test_typical_mistakes_score_partial_credit(course):
         assert spec["message"] in shown, (
             f"{mistake}: the failing test should tell the student '{spec['message']}', it showed: {shown[:500]}"
         )
+
+
+def test_honest_alternative_scores_full_marks(course):
+    if not course.honest:
+        pytest.skip(f"tests/mistakes/{course.assignment}.py has no HONEST hand-in")
+    score, max_score, parts = course.scores("honest")
+    assert score == max_score, f"the honest hand-in in other idioms lost points: {parts}"
 
 
 def test_endless_loop_costs_one_part_only(course):

@@ -682,7 +682,7 @@ def test_shadowed_test_helpers_gain_nothing(verdicts, student):
     fair_check(verdicts, [student])
 
 
-# ps13 (4): part 14 measured memory with Value.peak, a class attribute of the student's own: a
+# ps13 (4): checkpointing (part 3) measured memory with Value.peak, a class attribute of the student's own: a
 # hand-in that records the whole flight and then sets Value.peak = Value.alive scored 3/3. The
 # judge measures the memory of the student's process from outside; part 14 is graded alone.
 PS13_FORGED_PEAK = """

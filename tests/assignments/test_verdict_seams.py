@@ -13,7 +13,7 @@ import threading
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, fill_in
+from nbgrader_helpers import ROOT, fill_in, load_mistakes
 
 from course_grader.handin import grade_hand_in
 from course_grader.protocol import MAX_VALUES, Codec, Endpoint, ProtocolError
@@ -38,97 +38,54 @@ def grade(assignment: str, answers: dict[str, str], only: set[str], timeout: flo
     return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
 
 
-# ps13: a recursive topological_order fails the chains 100,000 and 60,000 deep (and, through
-# backward, the sin chain 5,000 deep); the forgery answers the set-up functions those tests
-# call on the student's side with the right numbers, computed without sorting.
-RECURSIVE_ORDER = """
-def topological_order(root):
-    order, seen = [], set()
+# ps13: a final_step that computes tau on plain numbers gives the right heights but a wrong
+# gradient; the forgery answers the set-up function the test calls on the student's side
+# (height_and_gradient) with central differences of the heights, which pass the test's tolerance.
+TAU_ON_FLOATS = """
+def final_step(state, k):
+    x, y, vx, vy = state
+    ax, ay = acceleration(vx, vy, k)
+    d = HOOP[0] - number(x)
+    tau = 2 * d / (number(vx) + (number(vx) ** 2 + 2 * number(ax) * d) ** 0.5)
+    return y + tau * vy + 0.5 * tau * tau * ay
 
-    def visit(node):
-        if node in seen:
-            return
-        seen.add(node)
-        for parent in node._parents:
-            visit(parent)
-        order.append(node)
 
-    visit(root)
-    return order
+def _differences(v, theta, k, dt=DT):
+    point, gradient = [v, theta, k], []
+    for i in range(3):
+        step = 1e-6 * max(1.0, abs(point[i]))
+        up, down = list(point), list(point)
+        up[i] += step
+        down[i] -= step
+        gradient.append((hoop_height(*up, dt=dt) - hoop_height(*down, dt=dt)) / (2 * step))
+    return hoop_height(v, theta, k, dt), gradient
 """
 
 FORGED_SETUP = """
 import __main__
-import math
 
-_real = dict(__main__.SETUP)
-
-
-def _positions(sort, make_graph, *args):
-    try:
-        return _real["sorted_positions"](sort, make_graph, *args)
-    except RecursionError:
-        return list(range(len(make_graph(*args))))
-
-
-def _sin_chain(depth, x=0.5):
-    want = 1.0
-    for _ in range(depth):
-        want, x = want * math.cos(x), math.sin(x)
-    return want
-
-
-_forged = dict(_real, sorted_positions=_positions, sin_chain_gradient=_sin_chain)
+_forged = dict(__main__.SETUP, height_and_gradient=_differences)
 __main__.SETUP = _forged
 __main__.SETUP_FUNCTIONS = _forged
 """
 
-# The same forgery without the global: the set-up functions' own code replaced in place.
+# The same forgery without the global: the set-up function's own code replaced in place (which
+# is what makes it pass in Jupyter).
 FORGED_CODE = """
-def _positions(sort, make_graph, *args):
-    return list(range(len(make_graph(*args))))
-
-
-def _sin_chain(depth, x=0.5):
-    import math
-    want = 1.0
-    for _ in range(depth):
-        want, x = want * math.cos(x), math.sin(x)
-    return want
-
-
-sorted_positions.__code__ = _positions.__code__
-sin_chain_gradient.__code__ = _sin_chain.__code__
+height_and_gradient.__code__ = _differences.__code__
 """
 
-# ... or a name the set-up functions look up rebound, to hand the sort the nodes in the order
-# they were made.
+# ... or the set-up function's name rebound.
 FORGED_GLOBALS = """
-_built = []
-_build_values = build_values
-
-
-def build_values(parents):
-    _built[:] = _build_values(parents)
-    return _built
-
-
-_recursive = topological_order
-
-
-def topological_order(root):
-    try:
-        return _recursive(root)
-    except RecursionError:
-        return list(_built)
+height_and_gradient = _differences
 """
 
 
 @pytest.mark.parametrize("forgery", [FORGED_SETUP, FORGED_CODE, FORGED_GLOBALS], ids=["global", "code", "globals"])
 def test_ps13_set_up_functions_cannot_be_forged(forgery):
-    """Fair: 0/2 for a recursive topological_order."""
-    got = grade(PS13, {"topological_order": RECURSIVE_ORDER + forgery}, {"test_topological_order"})
-    assert got["test_topological_order"][0] == 0, got
+    """Fair: 0/2 for a final_step whose tau stops the gradient."""
+    got = grade(PS13, {"final_step": TAU_ON_FLOATS + forgery}, {"test_final_step"})
+    assert got["test_final_step"][0] == 0, got
 
 
 # ps01: an observed_order that answers the visible test (x = 6) and echoes the hidden inputs.
@@ -172,27 +129,23 @@ def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
     writer.join()
 
 
-TORCH_CROSS_ENTROPY = """
-def cross_entropy(logits, labels):
-    import torch
+TORCH_FINAL_STEP = """
+import torch
 
-    z = torch.tensor(logits.data, requires_grad=True)
-    loss = torch.nn.functional.cross_entropy(z, torch.tensor(np.asarray(labels)))
-    (slope,) = torch.autograd.grad(loss, z)
-    out = Tensor(float(loss), (logits,), "cross_entropy")
 
-    def _backward(grad):
-        logits.grad += grad * slope.numpy()
-
-    out._backward = _backward
-    return out
+def final_step(state, k):
+    x, y, vx, vy = state
+    ax, ay = acceleration(vx, vy, k)
+    d = HOOP[0] - x
+    tau = 2 * d / (vx + (vx * vx + 2 * ax * d) ** 0.5)
+    return y + tau * vy + 0.5 * tau * tau * ay
 """
 
 
 def test_other_autodiff_engines_are_absent_from_the_sandbox():
-    """ps13's cross_entropy with its gradient from PyTorch (where PyTorch is installed, as for
-    ps10): the sandbox's view of the environment has no PyTorch for ps13."""
-    points, message = grade(PS13, {"cross_entropy": TORCH_CROSS_ENTROPY}, {"test_cross_entropy"})["test_cross_entropy"]
+    """ps13 with an answer cell that imports PyTorch (where PyTorch is installed, as for ps10):
+    the sandbox's view of the environment has no PyTorch for ps13."""
+    points, message = grade(PS13, {"final_step": TORCH_FINAL_STEP}, {"test_final_step"})["test_final_step"]
     assert points == 0 and "exercise rule" in message, message
 
 
@@ -227,29 +180,13 @@ def test_stand_ins_keep_their_identity_for_an_id_keyed_counter():
     assert got["test_child_count_order"][0] == 2, got
 
 
-# ps13: cross_entropy with one honest mistake (no max shift, a sum instead of the mean); the
-# reference cross_entropy and MLP then stand in for it in the judge, and the student's correct
-# train_step calls the reference MLP's methods.
-CROSS_ENTROPY_SUMMED = """
-def cross_entropy(logits, labels):
-    labels = np.asarray(labels)
-    rows = np.arange(len(labels))
-    log_probs = logits.data - np.log(np.exp(logits.data).sum(axis=1, keepdims=True))
-    out = Tensor(-log_probs[rows, labels].sum(), (logits,), "cross_entropy")
-
-    def _backward(grad):
-        delta = np.exp(log_probs)
-        delta[rows, labels] -= 1.0
-        logits.grad += grad * delta
-
-    out._backward = _backward
-    return out
-"""
-
-
+# ps13: step_program with one honest mistake (the relu's VJP passes every gradient); the reference
+# step_program then stands in for it in the judge, on the student's network, and the student's
+# correct eliminate_dead_code is graded on that.
 def test_an_honest_mistake_costs_only_its_own_part():
-    got = grade(PS13, {"cross_entropy": CROSS_ENTROPY_SUMMED}, {"test_cross_entropy", "test_train_step"}, 60)
-    assert got["test_cross_entropy"][0] == 0 and got["test_train_step"][0] == 2, got
+    mistake = load_mistakes(PS13)["relu_passes_every_gradient"]["replace"]
+    got = grade(PS13, mistake, {"test_step_program", "test_eliminate_dead_code"}, 60)
+    assert got["test_step_program"][0] == 0 and got["test_eliminate_dead_code"][0] == 2, got
 
 
 STANDARDISE_IN_PLACE = """
