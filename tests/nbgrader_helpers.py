@@ -15,6 +15,7 @@ __all__ = [
     "answer_cells",
     "fill_in",
     "graded_cells",
+    "load_honest",
     "load_mistakes",
     "nbgrader",
     "nbgrader_meta",
@@ -22,14 +23,27 @@ __all__ = [
 ]
 
 
-def load_mistakes(assignment: str) -> dict:
+def _hand_ins(assignment: str):
+    """The module ``tests/mistakes/<assignment>.py`` (None when there is none)."""
     path = ROOT / "tests" / "mistakes" / f"{assignment}.py"
     if not path.exists():
-        return {}
+        return None
     spec = importlib.util.spec_from_file_location(f"mistakes_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.MISTAKES
+    return module
+
+
+def load_mistakes(assignment: str) -> dict:
+    """The typical mistakes of an assignment: name -> {replace, fails, message}."""
+    module = _hand_ins(assignment)
+    return module.MISTAKES if module else {}
+
+
+def load_honest(assignment: str) -> dict[str, str]:
+    """An honest hand-in: every answer cell rewritten, correctly, in other idioms (grade id -> source)."""
+    module = _hand_ins(assignment)
+    return getattr(module, "HONEST", {}) if module else {}
 
 
 def graded_cells(nb) -> dict[str, nbformat.NotebookNode]:

@@ -9,6 +9,9 @@ process) grades a small class of crafted submissions in one run:
 - ``untouched``: the student version exactly as released;
 - ``mistake_<name>``: the solution with the answer cells of one typical mistake
   (``tests/mistakes/<assignment>.py``) swapped in;
+- ``honest``: every answer cell rewritten correctly in other idioms than the solution's
+  (``HONEST`` in the same file): ids or the objects as dict keys, ``is`` and ``isinstance``
+  tests, recursion, loops for NumPy, helper classes, other containers;
 - ``loop``: the solution whose first answer cell starts with an endless loop.
 
 Scores are read back from nbgrader's gradebook, where the grader records them.
@@ -22,11 +25,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_mistakes, nbgrader
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_honest, load_mistakes, nbgrader
 
 from course_grader.grading import ClassGrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
+HONEST_PENDING = {"ps13_capstone"}  # assignments under rework: their honest hand-in is still to come
 # Short enough to keep the suite quick, long enough for every honest cell in the course.
 GRADING_TIMEOUT = 20
 
@@ -46,12 +50,15 @@ class GradedCourse:
         self.source = nbformat.read(self.root / "solutions" / assignment / name, as_version=4)
         self.release = nbformat.read(self.root / "exercises" / assignment / name, as_version=4)
         self.mistakes = load_mistakes(assignment)
+        self.honest = load_honest(assignment)
         first_answer, first_cell = next(iter(answer_cells(self.source).items()))
         submissions = {
             "solution": fill_in(self.release, self.source, {}),
             "untouched": self.release,
             "loop": fill_in(self.release, self.source, {first_answer: "while True:\n    pass\n" + first_cell.source}),
         }
+        if self.honest:
+            submissions["honest"] = fill_in(self.release, self.source, self.honest)
         for mistake, spec in self.mistakes.items():
             submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
         for student, nb in submissions.items():
@@ -131,6 +138,16 @@ def test_solution_scores_full_marks(course):
     score, max_score, parts = course.scores("solution")
     assert max_score > 0
     assert score == max_score, f"solution lost points: {parts}"
+
+
+def test_honest_idioms_score_full_marks(course):
+    """The fair score of a correct hand-in is full marks, whatever idioms it is written in."""
+    if course.assignment in HONEST_PENDING:
+        pytest.skip(f"{course.assignment}'s honest hand-in comes with its rework")
+    assert set(course.honest) == set(answer_cells(course.source)), "the honest hand-in rewrites every answer cell"
+    score, max_score, parts = course.scores("honest")
+    lost = {part: course.feedback("honest")[part] for part, points in parts.items() if not points}
+    assert score == max_score, f"a correct hand-in in other idioms lost points: {lost}"
 
 
 def test_untouched_student_version_scores_zero(course):

@@ -99,3 +99,49 @@ MISTAKES = {
         "message": "divide by the batch size N",
     },
 }
+
+# Every part again, correct, in other idioms: einsum, a named tuple of gradients, a loop that
+# sums axis by axis, log-sum-exp with one-hot rows from np.eye, the bias gradient as column sums.
+# It must score full marks.
+HONEST = {
+    "matmul_vjp": '''from collections import namedtuple
+
+Grads = namedtuple("Grads", "gA gB")
+
+
+def matmul_vjp(g, A, B):
+    """The VJP of C = A @ B for 2-D arrays: (dL/dA, dL/dB)."""
+    return Grads(np.einsum("mn,kn->mk", g, B), np.einsum("mk,mn->kn", A, g))
+''',
+    "unbroadcast": '''def unbroadcast(grad, shape):
+    """Sum grad down to `shape`, the VJP of broadcasting an operand of that shape."""
+    grad = np.asarray(grad)
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and grad.shape[axis] != 1:
+            grad = grad.sum(axis=axis, keepdims=True)
+    return grad
+''',
+    "mul_vjp": '''def mul_vjp(g, a, b):
+    """The VJP of c = a * b (elementwise, with NumPy broadcasting): (dL/da, dL/db)."""
+    ga = unbroadcast(np.multiply(g, b), np.shape(a))
+    gb = unbroadcast(np.multiply(g, a), np.shape(b))
+    return ga, gb
+''',
+    "softmax_cross_entropy": '''def softmax_cross_entropy(logits, labels):
+    """Mean cross-entropy of integer labels under softmax(logits), and its gradient."""
+    n, classes = logits.shape
+    top = np.max(logits, axis=1, keepdims=True)
+    log_total = top + np.log(np.sum(np.exp(logits - top), axis=1, keepdims=True))
+    onehot = np.eye(classes)[np.asarray(labels)]
+    loss = np.mean(log_total[:, 0] - np.sum(onehot * logits, axis=1))
+    return float(loss), (np.exp(logits - log_total) - onehot) / n
+''',
+    "linear_classifier": '''def linear_classifier(X, W, b, labels):
+    """Loss and gradients of softmax_cross_entropy(X @ W + b, labels): (loss, gW, gb)."""
+    loss, g = softmax_cross_entropy(X @ W + b, labels)
+    gA, gW = matmul_vjp(g, X, W)
+    return loss, gW, g.sum(axis=0)
+''',
+}

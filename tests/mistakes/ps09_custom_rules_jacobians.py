@@ -109,3 +109,47 @@ def hypot_vjp_b(g, out, a, b):
         "message": "the transpose: the Jacobian of f: R^n -> R^m has m rows",
     },
 }
+
+# Every part again, correct, in other idioms: softplus as max(x, 0) + log1p(exp(-|x|)), its
+# derivative as exp(x - softplus(x)) in Tensor operations, the factor a / out first, rows and
+# columns gathered in lists. It must score full marks.
+HONEST = {
+    "softplus": '''def softplus(x):
+    """log(1 + exp(x)) elementwise, as one node "softplus" of the graph, without overflow."""
+    values = np.maximum(x.data, 0.0) + np.log1p(np.exp(-np.abs(x.data)))
+    return record("softplus", values, (x,))
+''',
+    "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """The gradient for x of out = softplus(x): g * sigmoid(x), with sigmoid(x) = exp(x - softplus(x))."""
+    return (x - softplus(x)).exp() * g
+''',
+    "hypot_vjps": '''def hypot_vjp_a(g, out, a, b):
+    """The gradient for a of out = hypot(a, b), shape a.shape."""
+    return unbroadcast((a / out) * g, a.shape)
+
+
+def hypot_vjp_b(g, out, a, b):
+    """The gradient for b of out = hypot(a, b), shape b.shape."""
+    return unbroadcast((b / out) * g, b.shape)
+''',
+    "jacobian_by_vjps": '''def jacobian_by_vjps(f, x):
+    """The Jacobian of f at x, shape (m, n), one VJP per row."""
+    y, pull_back = vjp(f, x)
+    rows = []
+    for i in range(y.shape[0]):
+        basis = np.zeros(y.shape[0])
+        basis[i] = 1.0
+        rows.append(np.asarray(pull_back(basis).data, dtype=float))
+    return np.array(rows)
+''',
+    "jacobian_by_jvps": '''def jacobian_by_jvps(f, x):
+    """The Jacobian of f at x, shape (m, n), one JVP per column."""
+    columns = []
+    for j in range(len(x)):
+        basis = np.zeros(len(x))
+        basis[j] = 1.0
+        _, tangent = jvp(f, (x,), (basis,))
+        columns.append(np.asarray(tangent.data, dtype=float))
+    return np.column_stack(columns)
+''',
+}
