@@ -153,7 +153,8 @@ def value_and_gradient(f, point):
     leaves = list(map(Value, map(float, point)))
     out = f(*leaves)
     out.backward()
-    return ValueAndGradient(float(out.data), np.fromiter((leaf.grad for leaf in leaves), dtype=float, count=len(leaves)))
+    gradient = np.fromiter((leaf.grad for leaf in leaves), dtype=float, count=len(leaves))
+    return ValueAndGradient(float(out.data), gradient)
 ''',
     "gradient_descent": '''def gradient_descent(grad_f, start, lr, steps):
     """The points x_0 = start, x_1, ..., x_steps of plain gradient descent, shape (steps + 1, d)."""

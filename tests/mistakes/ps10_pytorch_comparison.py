@@ -119,7 +119,9 @@ HONEST = {
 
 def course_loss_and_grads(params, X, y):
     """mlp_loss and its gradient for every parameter, with course_lib: (float, {name: NumPy array})."""
-    tensors = OrderedDict((name, ct.Tensor(np.asarray(value, dtype=float), requires_grad=True)) for name, value in params.items())
+    tensors = OrderedDict(
+        (name, ct.Tensor(np.asarray(value, dtype=float), requires_grad=True)) for name, value in params.items()
+    )
     loss = mlp_loss(tensors, ct.Tensor(X), ct.Tensor(y))
     loss.backward()
     return float(loss.data), OrderedDict((name, np.array(t.grad, dtype=float)) for name, t in tensors.items())

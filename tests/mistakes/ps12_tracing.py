@@ -330,10 +330,10 @@ def tracer_sum(self, axis=None, keepdims=False):
 
 tracer_add, tracer_mul = broadcasting("add"), broadcasting("mul")
 tracer_neg, tracer_exp, tracer_sin = elementwise("neg"), elementwise("exp"), elementwise("sin")
-for names, method in [(("__add__", "__radd__"), tracer_add), (("__mul__", "__rmul__"), tracer_mul),
-                      (("__neg__",), tracer_neg), (("exp",), tracer_exp), (("sin",), tracer_sin), (("sum",), tracer_sum)]:
-    for name in names:
-        setattr(Tracer, name, method)
+METHODS = {"__add__": tracer_add, "__radd__": tracer_add, "__mul__": tracer_mul, "__rmul__": tracer_mul,
+           "__neg__": tracer_neg, "exp": tracer_exp, "sin": tracer_sin, "sum": tracer_sum}
+for name, method in METHODS.items():
+    setattr(Tracer, name, method)
 ''',
     "make_program": '''def make_program(f, *args):
     """The program of f traced at args: one input per argument, the equations f recorded, one
