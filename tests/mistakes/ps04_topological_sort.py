@@ -104,8 +104,9 @@ MISTAKES = {
 }
 
 # Every part again, correct, in other idioms: marks set on the test's nodes (one fresh token per
-# call, compared with `is`), a stack of iterators, a Counter keyed by id(parent), positions by
-# id() and `is`, gradients collected in a dict keyed by the nodes. It must score full marks.
+# call, compared with `is`) and deleted after, a stack of iterators, a Counter keyed by
+# id(parent), an isinstance check and positions by id() and `is`, gradients collected in a dict
+# keyed by the nodes. It must score full marks.
 HONEST = {
     "dfs_postorder": '''def dfs_postorder(output):
     """Every node `output` depends on (itself included), each after all of its parents."""
@@ -120,6 +121,8 @@ HONEST = {
         order.append(node)
 
     visit(output)
+    for node in order:
+        del node._dfs_mark
     return order
 ''',
     "topo_sort": '''def topo_sort(output):
@@ -162,6 +165,8 @@ def child_count_order(output):
 ''',
     "is_topological": '''def is_topological(order, output):
     """True if `order` lists each ancestor of `output` once, nothing else, parents first."""
+    if not all(isinstance(node, Node) for node in [output, *order]):
+        return False
     position = {id(node): k for k, node in enumerate(order)}
     if len(position) != len(order) or len(order) == 0 or order[-1] is not output:
         return False

@@ -1,9 +1,9 @@
 """Typical mistakes in ps05 (tensor VJPs), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
-test cells must then score zero and what their failing assert must tell the student. Part 5
-(the linear classifier) calls the functions of parts 1, 2 and 4, so a mistake there can fail it
-too; it only broadcasts a bias of shape (C,), so a mistake about size-1 axes does not.
+test cells must then score zero and what their failing assert must tell the student. Parts 3
+and 5 use the functions of earlier parts; where one of those failed, its reference stands in
+(``# grader: reference``), so every mistake costs exactly its own part.
 """
 
 MISTAKES = {
@@ -18,17 +18,6 @@ MISTAKES = {
         "fails": {"test_matmul_vjp"},  # each part graded on its own (# grader: reference)
         "message": "did you compute g @ B instead of g @ B.T?",
     },
-    "matmul_factors_swapped": {
-        # g.T @ A has B's shape transposed.
-        "replace": {
-            "matmul_vjp": '''def matmul_vjp(g, A, B):
-    """The VJP of C = A @ B for 2-D arrays."""
-    return g @ B.T, g.T @ A
-''',
-        },
-        "fails": {"test_matmul_vjp"},  # each part graded on its own (# grader: reference)
-        "message": "gB must have B's shape",
-    },
     "unbroadcast_forgets_size1_axes": {
         # Sums the added leading axes only: right for a bias of shape (C,), wrong for (4, 1).
         "replace": {
@@ -40,19 +29,6 @@ MISTAKES = {
         },
         "fails": {"test_unbroadcast"},  # each part graded on its own (# grader: reference)
         "message": "with keepdims=True",
-    },
-    "unbroadcast_without_keepdims": {
-        # Sums the right axes but drops the size-1 ones: (4, 3) -> (1, 3) comes out as (3,).
-        "replace": {
-            "unbroadcast": '''def unbroadcast(grad, shape):
-    """Sum grad down to `shape`."""
-    lead = grad.ndim - len(shape)
-    grad = grad.sum(axis=tuple(range(lead)))
-    return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1))
-''',
-        },
-        "fails": {"test_unbroadcast"},  # each part graded on its own (# grader: reference)
-        "message": "keepdims=True",
     },
     "mul_vjp_without_unbroadcast": {
         "replace": {

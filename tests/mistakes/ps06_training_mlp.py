@@ -79,7 +79,8 @@ MISTAKES = {
 
 # Every part again, correct, in other idioms: a named tuple of statistics, a loop over rows with
 # `isinstance`, nested lists turned into an array, zero_grad after the forward pass, a helper
-# class that keeps the training state. It must score full marks.
+# class that keeps the training state, trained on X_train_std as part 1's test cell made it (a
+# name an earlier test cell defines, as in Jupyter top to bottom). It must score full marks.
 HONEST = {
     "standardise": '''from collections import namedtuple
 
@@ -131,8 +132,7 @@ def standardise(X_train, X_test):
 
 def train(seed):
     """Train an MLP on the standardised training flowers; return the trained model."""
-    X_train_std, _ = standardise(X_train_raw, X_test_raw)
-    trainer = Trainer(seed)
+    trainer = Trainer(seed)  # X_train_std: as part 1's test cell standardised them
     for _ in range(100):
         trainer.epoch(X_train_std, y_train)
     return trainer.model

@@ -1,8 +1,9 @@
 """Typical mistakes in ps07 (Integrated Gradients), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
-test cells must then score zero and what their failing assert must tell the student. Part 5
-(``shot_attributions``) uses the student's part 3, so a mistake there costs part 5 as well.
+test cells must then score zero and what their failing assert must tell the student. Parts 3
+and 5 use earlier parts; where one of those failed, its reference stands in (``# grader:
+reference``), so every mistake costs exactly its own part.
 """
 
 MISTAKES = {
@@ -56,20 +57,6 @@ MISTAKES = {
         },
         "fails": {"test_integrated_gradients_riemann"},  # each part graded on its own (# grader: reference)
         "message": "the left rule",
-    },
-    "divides_by_steps_twice": {
-        # Averages with mean() and then divides by steps again.
-        "replace": {
-            "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
-    """Integrated Gradients by the right Riemann sum with `steps` points."""
-    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
-    alphas = np.arange(1, steps + 1) / steps
-    grads = f_grad(baseline + alphas[:, None] * (x - baseline))
-    return (x - baseline) * grads.mean(axis=0) / steps
-''',
-        },
-        "fails": {"test_integrated_gradients_riemann"},  # each part graded on its own (# grader: reference)
-        "message": "you divided by steps twice",
     },
     "gap_sign_flipped": {
         # (f(x) - f(baseline)) - sum(attributions): the right size, the wrong sign.

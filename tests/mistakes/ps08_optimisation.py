@@ -68,24 +68,6 @@ MISTAKES = {
         "fails": {"test_momentum_descent"},
         "message": "the velocity must remember the previous steps",
     },
-    "steps_with_old_velocity": {
-        "replace": {
-            "momentum_descent": '''def momentum_descent(grad_f, start, lr, beta, steps):
-    """Momentum descent."""
-    x = np.array(start, dtype=float)
-    v = np.zeros_like(x)
-    path = [x.copy()]
-    for _ in range(steps):
-        x_new = x - lr * v
-        v = beta * v + grad_f(x)
-        x = x_new
-        path.append(x.copy())
-    return np.array(path)
-''',
-        },
-        "fails": {"test_momentum_descent"},
-        "message": "update the velocity first",
-    },
     "field_points_uphill": {
         "replace": {
             "descent_field": '''def descent_field(grad_f, a_values, b_values):

@@ -183,14 +183,6 @@ def as_tracer(x, trace):
         "fails": {"test_tracer_ops"},
         "message": "np.broadcast_shapes(a.shape, b.shape)",
     },
-    "sum_of_a_negative_axis": {
-        # Axes compared as given: axis=-1 matches no position, so nothing is dropped from the shape.
-        "replace": {
-            "tracer_ops": tracer_ops(("[a % len(self.shape) for a in", "[a for a in")),
-        },
-        "fails": {"test_tracer_ops"},
-        "message": "a negative axis counts from the end",
-    },
     "numbers_baked_in": {
         # Only arrays become inputs: a number argument is written into the program as a constant, so
         # the program ignores the value it is called with.
@@ -218,20 +210,6 @@ def as_tracer(x, trace):
         },
         "fails": {"test_eliminate_dead_code"},
         "message": "a live equation uses its result",
-    },
-    "dce_keeps_what_any_equation_uses": {
-        # A result used by any equation is kept, even when only dead equations use it.
-        "replace": {
-            "eliminate_dead_code": '''def eliminate_dead_code(program):
-    """Drop the results nobody uses."""
-    used = {id(o) for o in program.outputs}
-    for e in program.equations:
-        used.update(id(a) for a in e.args)
-    return Program(program.inputs, [e for e in program.equations if id(e.out) in used], program.outputs)
-''',
-        },
-        "fails": {"test_eliminate_dead_code"},
-        "message": "is dead but you kept it",
     },
     "dce_drops_unused_inputs": {
         # Right equations, but inputs no kept equation uses are dropped too: the caller still passes
@@ -267,12 +245,6 @@ def as_tracer(x, trace):
         "fails": {"test_jit"},
         "message": "must not trace again",
     },
-    "jit_one_program_for_every_shape": {
-        # The first program serves every later call, whatever its shapes (NumPy broadcasts it).
-        "replace": {"jit": JIT.replace("shapes = tuple(np.shape(a) for a in args)", "shapes = len(args)")},
-        "fails": {"test_jit"},
-        "message": "a call with new shapes traces again",
-    },
     "transpose_replaces_shares": {
         # A value used twice keeps only the last share of its cotangent.
         "replace": {"transpose": TRANSPOSE.replace("if id(var) in cotangents:", "if False:")},
@@ -298,9 +270,9 @@ def as_tracer(x, trace):
 }
 
 # Every part again, correct, in other idioms: methods made by a factory, the sum's shape from
-# NumPy itself, the Vars themselves as dict keys and set members, a helper class that writes the
-# source, a callable object as the jitted function, the transposition rules in a table. It must
-# score full marks.
+# NumPy itself, the Vars themselves as dict keys and set members, a subclass of Program, a helper
+# class that writes the source, a callable object as the jitted function, the transposition rules
+# in a table. It must score full marks.
 HONEST = {
     "tracer_ops": '''def atom(x):
     """x as an argument of an equation: a Tracer's Var, or a constant as a float64 array."""
@@ -343,7 +315,13 @@ for name, method in METHODS.items():
     outputs = list(results) if isinstance(results, tuple) else [results]
     return Program(list(trace.inputs), list(trace.equations), [atom(r) for r in outputs])
 ''',
-    "eliminate_dead_code": '''def eliminate_dead_code(program):
+    "eliminate_dead_code": '''class PrunedProgram(Program):
+    """A Program that knows how many equations were dropped."""
+
+    removed = 0
+
+
+def eliminate_dead_code(program):
     """A new Program with program's inputs and outputs and only its live equations, in order."""
     live = {o for o in program.outputs if isinstance(o, Var)}
     kept = []
@@ -351,7 +329,9 @@ for name, method in METHODS.items():
         if e.out in live:
             kept.insert(0, e)
             live |= {a for a in e.args if isinstance(a, Var)}
-    return Program(list(program.inputs), kept, list(program.outputs))
+    pruned = PrunedProgram(list(program.inputs), kept, list(program.outputs))
+    pruned.removed = len(program.equations) - len(kept)
+    return pruned
 ''',
     "compile_program": '''class Source:
     """The lines of the compiled function, the names of its values (by Var) and exec's namespace."""
