@@ -109,16 +109,6 @@ MISTAKES = {
         "fails": {"test_largest_stable_lr"},
         "message": "up to 2 / lambda_max",
     },
-    "smallest_eigenvalue": {
-        "replace": {
-            "largest_stable_lr": '''def largest_stable_lr(hessian):
-    """The largest stable learning rate."""
-    return float(2.0 / np.linalg.eigvalsh(np.asarray(hessian, dtype=float)).min())
-''',
-        },
-        "fails": {"test_largest_stable_lr"},
-        "message": "the largest eigenvalue, breaks first",
-    },
 }
 
 # Every part again, correct, in other idioms: a named tuple, a preallocated path filled row by

@@ -73,16 +73,6 @@ MISTAKES = {
         "fails": {"test_reverse_ratio_bound"},
         "message": "count the operation itself too",
     },
-    "bound_one_operation_per_edge": {
-        "replace": {
-            "reverse_ratio_bound": '''def reverse_ratio_bound(costs):
-    """The bound."""
-    return max(1 + local + parents for parents, local in costs.values())
-''',
-        },
-        "fails": {"test_reverse_ratio_bound"},
-        "message": "each parent edge costs two operations",
-    },
 }
 
 # Every part again, correct, in other idioms: the two points from one helper and the difference
