@@ -234,7 +234,22 @@ class Codec:
             return {
                 "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
             }
+        if self.own_tag == "$h" and (plain := self.plain_container(value)) is not None:
+            return self.encode(plain, depth)
         return self.by_handle(value)
+
+    def plain_container(self, value: Any) -> Any:
+        """A student's container of a type of its own (a named tuple, an OrderedDict, a dict or
+        list subclass) as the plain container of its items: a test reads it as data, as it reads
+        a plain one (``isinstance(grads, dict)``). None for anything else, and for course_lib's
+        and the notebook's classes, which stay themselves."""
+        kind = type(value)
+        if kind.__module__.split(".")[0] == "course_lib" or f"{kind.__module__}.{kind.__qualname__}" in getattr(
+            self, "classes", ()
+        ):
+            return None
+        base = next((b for b in (dict, list, tuple, set, frozenset) if issubclass(kind, b)), None)
+        return base(value) if base is not None else None
 
     def by_handle(self, value: Any) -> dict:
         """``value`` sent as a handle (with what this side says of it), never by value."""

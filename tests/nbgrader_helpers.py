@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 
-def _mistakes_module(assignment: str):
+def _hand_ins(assignment: str):
+    """The module ``tests/mistakes/<assignment>.py`` (None when there is none)."""
     path = ROOT / "tests" / "mistakes" / f"{assignment}.py"
     if not path.exists():
         return None
@@ -34,14 +35,14 @@ def _mistakes_module(assignment: str):
 
 
 def load_mistakes(assignment: str) -> dict:
-    module = _mistakes_module(assignment)
+    """The typical mistakes of an assignment: name -> {replace, fails, message}."""
+    module = _hand_ins(assignment)
     return module.MISTAKES if module else {}
 
 
 def load_honest(assignment: str) -> dict[str, str]:
-    """The answer cells of an honest hand-in written in other idioms than the solution's
-    (``HONEST`` in ``tests/mistakes/<assignment>.py``), or {} where there is none."""
-    module = _mistakes_module(assignment)
+    """An honest hand-in: every answer cell rewritten, correctly, in other idioms (grade id -> source)."""
+    module = _hand_ins(assignment)
     return getattr(module, "HONEST", {}) if module else {}
 
 

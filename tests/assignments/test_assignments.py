@@ -9,8 +9,9 @@ process) grades a small class of crafted submissions in one run:
 - ``untouched``: the student version exactly as released;
 - ``mistake_<name>``: the solution with the answer cells of one typical mistake
   (``tests/mistakes/<assignment>.py``) swapped in;
-- ``honest``: where ``tests/mistakes/<assignment>.py`` has one (``HONEST``), right answers in
-  other idioms than the solution's;
+- ``honest``: every answer cell rewritten correctly in other idioms than the solution's
+  (``HONEST`` in the same file): ids or the objects as dict keys, ``is`` and ``isinstance``
+  tests, recursion, loops for NumPy, helper classes, other containers;
 - ``loop``: the solution whose first answer cell starts with an endless loop.
 
 Scores are read back from nbgrader's gradebook, where the grader records them.
@@ -48,17 +49,17 @@ class GradedCourse:
         self.source = nbformat.read(self.root / "solutions" / assignment / name, as_version=4)
         self.release = nbformat.read(self.root / "exercises" / assignment / name, as_version=4)
         self.mistakes = load_mistakes(assignment)
+        self.honest = load_honest(assignment)
         first_answer, first_cell = next(iter(answer_cells(self.source).items()))
         submissions = {
             "solution": fill_in(self.release, self.source, {}),
             "untouched": self.release,
             "loop": fill_in(self.release, self.source, {first_answer: "while True:\n    pass\n" + first_cell.source}),
         }
-        for mistake, spec in self.mistakes.items():
-            submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
-        self.honest = load_honest(assignment)
         if self.honest:
             submissions["honest"] = fill_in(self.release, self.source, self.honest)
+        for mistake, spec in self.mistakes.items():
+            submissions[f"mistake_{mistake}"] = fill_in(self.release, self.source, spec["replace"])
         for student, nb in submissions.items():
             folder = self.root / "submissions" / student
             folder.mkdir(parents=True)
@@ -138,6 +139,14 @@ def test_solution_scores_full_marks(course):
     assert score == max_score, f"solution lost points: {parts}"
 
 
+def test_honest_idioms_score_full_marks(course):
+    """The fair score of a correct hand-in is full marks, whatever idioms it is written in."""
+    assert set(course.honest) == set(answer_cells(course.source)), "the honest hand-in rewrites every answer cell"
+    score, max_score, parts = course.scores("honest")
+    lost = {part: course.feedback("honest")[part] for part, points in parts.items() if not points}
+    assert score == max_score, f"a correct hand-in in other idioms lost points: {lost}"
+
+
 def test_untouched_student_version_scores_zero(course):
     score, max_score, parts = course.scores("untouched")
     assert score == 0, f"the untouched student version earned points: {parts}"
@@ -157,13 +166,6 @@ def test_typical_mistakes_score_partial_credit(course):
         assert spec["message"] in shown, (
             f"{mistake}: the failing test should tell the student '{spec['message']}', it showed: {shown[:500]}"
         )
-
-
-def test_honest_alternative_scores_full_marks(course):
-    if not course.honest:
-        pytest.skip(f"tests/mistakes/{course.assignment}.py has no HONEST hand-in")
-    score, max_score, parts = course.scores("honest")
-    assert score == max_score, f"the honest hand-in in other idioms lost points: {parts}"
 
 
 def test_endless_loop_costs_one_part_only(course):

@@ -76,3 +76,43 @@ MISTAKES = {
         "message": "not the other way round",
     },
 }
+
+# Every part again, correct, in other idioms: a stored value, a generator over signs, a flat copy
+# reshaped at the end, min() with a key, a named tuple. It must score full marks.
+HONEST = {
+    "forward_difference": '''def forward_difference(f, x, h):
+    """Forward-difference estimate (f(x + h) - f(x)) / h of f'(x)."""
+    at_x = f(x)
+    return (f(x + h) - at_x) / h
+''',
+    "central_difference": '''def central_difference(f, x, h):
+    """Central-difference estimate (f(x + h) - f(x - h)) / (2 h) of f'(x)."""
+    return sum(sign * f(x + sign * h) for sign in (1, -1)) / (2 * h)
+''',
+    "gradient_fd": '''def gradient_fd(f, x, h=1e-6):
+    """Central-difference gradient of a scalar function f at the array x."""
+    flat = np.array(x, dtype=float).ravel()
+    partials = []
+    for i in range(flat.size):
+        plus, minus = flat.copy(), flat.copy()
+        plus[i] += h
+        minus[i] -= h
+        partials.append((f(plus.reshape(np.shape(x))) - f(minus.reshape(np.shape(x)))) / (2 * h))
+    return np.array(partials).reshape(np.shape(x))
+''',
+    "best_step": '''def best_step(f, x, f_prime, hs, method):
+    """The step h in hs whose estimate method(f, x, h) has the smallest |estimate - f_prime|."""
+    return min(hs, key=lambda h: abs(method(f, x, h) - f_prime))
+''',
+    "observed_order": '''import math
+from collections import namedtuple
+
+Errors = namedtuple("Errors", "coarse fine")
+
+
+def observed_order(f, x, f_prime, method, h):
+    """Estimate the order p of method from its errors at the steps h and h / 10."""
+    errors = Errors(*(abs(method(f, x, step) - f_prime) for step in (h, h / 10)))
+    return math.log10(errors.coarse / errors.fine)
+''',
+}

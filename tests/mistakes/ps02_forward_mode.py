@@ -187,3 +187,126 @@ def log(x):
         "message": "topological order",
     },
 }
+
+# Every part again, correct, in other idioms: __slots__ and type(self), duck typing instead of
+# isinstance, division by a reciprocal, functions made by a factory from a table, gradient from
+# derivative, tangents kept by id(node) with `is` tests. It must score full marks.
+HONEST = {
+    "dual_arithmetic": '''class MyDual:
+    """A dual number primal + tangent·ε, with ε² = 0."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, primal: float, tangent: float = 0.0) -> None:
+        self.primal = primal
+        self.tangent = tangent
+
+    def __repr__(self) -> str:
+        return f"MyDual({self.primal!r}, {self.tangent!r})"
+
+    def _pair(self, other):
+        if hasattr(other, "tangent"):
+            return other.primal, other.tangent
+        return other, 0.0
+
+    def __add__(self, other):
+        b, db = self._pair(other)
+        return type(self)(self.primal + b, self.tangent + db)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        b, db = self._pair(other)
+        return type(self)(self.primal - b, self.tangent - db)
+
+    def __rsub__(self, other):
+        return -self + other
+
+    def __neg__(self):
+        return type(self)(-self.primal, -self.tangent)
+
+    def __mul__(self, other):
+        b, db = self._pair(other)
+        return type(self)(self.primal * b, self.primal * db + self.tangent * b)
+
+    __rmul__ = __mul__
+
+
+def as_dual(x) -> MyDual:
+    """A MyDual stays as it is; a number c becomes the constant c + 0ε."""
+    return x if type(x) is MyDual else MyDual(x, 0.0)
+''',
+    "dual_division_power": '''def reciprocal(d):
+    """1 / d for a MyDual d: d/dx 1/u = -u'/u²."""
+    return MyDual(1.0 / d.primal, -d.tangent / (d.primal * d.primal))
+
+
+def dual_truediv(self: MyDual, other) -> MyDual:
+    """self / other, where other is a MyDual or a number (quotient rule)."""
+    return self * reciprocal(as_dual(other))
+
+
+def dual_rtruediv(self: MyDual, other) -> MyDual:
+    """other / self, for a number other (Python calls this for 1 / x)."""
+    return reciprocal(self) * other
+
+
+def dual_pow(self: MyDual, n: float) -> MyDual:
+    """self ** n for a plain number n (power rule)."""
+    return MyDual(math.pow(self.primal, n), self.tangent * n * math.pow(self.primal, n - 1))
+
+
+for name, method in {"__truediv__": dual_truediv, "__rtruediv__": dual_rtruediv, "__pow__": dual_pow}.items():
+    setattr(MyDual, name, method)
+''',
+    "elementary_functions": '''RULES = {
+    "sin": (math.sin, math.cos),
+    "cos": (math.cos, lambda t: -math.sin(t)),
+    "exp": (math.exp, math.exp),
+    "log": (math.log, lambda t: 1.0 / t),
+}
+
+
+def lifted(name):
+    """The function `name` for numbers and MyDuals, by the chain rule."""
+    value, slope = RULES[name]
+
+    def function(x):
+        if isinstance(x, MyDual):
+            return MyDual(value(x.primal), slope(x.primal) * x.tangent)
+        return value(x)
+
+    function.__name__ = name
+    return function
+
+
+sin, cos, exp, log = (lifted(name) for name in ("sin", "cos", "exp", "log"))
+''',
+    "derivative_gradient": '''def derivative(f, x: float) -> float:
+    """f'(x) for a function f of one number: one forward pass with MyDual."""
+    out = f(MyDual(x, 1.0))
+    return getattr(out, "tangent", 0.0)
+
+
+def gradient(f, point: list[float]) -> list[float]:
+    """[∂f/∂x_1, ..., ∂f/∂x_n] at point: one forward pass per input."""
+    return [
+        derivative(lambda t, i=i: f(*point[:i], t, *point[i + 1:]), point[i])
+        for i in range(len(point))
+    ]
+''',
+    "tangent_sweep": '''def tangent_sweep(order, seeds):
+    """Forward-mode tangents of every node in order (a topological order: parents first)."""
+    by_id = {}
+    for node in order:
+        parents = node._parents
+        if len(parents) == 0:
+            by_id[id(node)] = next((t for seeded, t in seeds.items() if seeded is node), 0.0)
+            continue
+        total = 0.0
+        for k, parent in enumerate(parents):
+            total += node.grad_wrt_parents[k] * by_id[id(parent)]
+        by_id[id(node)] = total
+    return {node: by_id[id(node)] for node in order}
+''',
+}

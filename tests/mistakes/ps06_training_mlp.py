@@ -76,3 +76,65 @@ MISTAKES = {
         "message": "integer class indices",
     },
 }
+
+# Every part again, correct, in other idioms: a named tuple of statistics, a loop over rows with
+# `isinstance`, nested lists turned into an array, zero_grad after the forward pass, a helper
+# class that keeps the training state, trained on X_train_std as part 1's test cell made it (a
+# name an earlier test cell defines, as in Jupyter top to bottom). It must score full marks.
+HONEST = {
+    "standardise": '''from collections import namedtuple
+
+Statistics = namedtuple("Statistics", "mean std")
+
+
+def standardise(X_train, X_test):
+    """Both arrays standardised column by column with X_train's mean and (ddof=0) std."""
+    stats = Statistics(np.mean(X_train, axis=0), np.std(X_train, axis=0))
+    return tuple(np.divide(np.subtract(X, stats.mean), stats.std) for X in (X_train, X_test))
+''',
+    "accuracy": '''def accuracy(logits, labels):
+    """Fraction of rows of logits whose argmax equals the label."""
+    rows = logits.data if isinstance(logits, Tensor) else logits
+    hits = sum(1 for row, label in zip(rows, labels) if int(np.argmax(row)) == int(label))
+    return hits / len(labels)
+''',
+    "confusion_matrix": '''def confusion_matrix(logits, labels, n_classes):
+    """Counts M[true, predicted] as an int array of shape (n_classes, n_classes)."""
+    rows = logits.data if isinstance(logits, Tensor) else logits
+    counts = [[0] * n_classes for _ in range(n_classes)]
+    for row, label in zip(rows, labels):
+        counts[int(label)][int(np.argmax(row))] += 1
+    return np.array(counts, dtype=int)
+''',
+    "train_step": '''def train_step(model, optimiser, X, y):
+    """One SGD step on the minibatch (X, y); returns its loss (before the update) as a float."""
+    loss = cross_entropy(model(X), y)
+    optimiser.zero_grad()
+    loss.backward()
+    optimiser.step()
+    return float(loss.data)
+''',
+    "train": '''class Trainer:
+    """An MLP, its optimiser and the random order of the minibatches, from one seed."""
+
+    def __init__(self, seed, batch=16, lr=0.1):
+        self.model = MLP([4, 16, 3], rng=seed)
+        self.optimiser = SGD(self.model.parameters(), lr=lr)
+        self.rng = np.random.default_rng(seed)
+        self.batch = batch
+
+    def epoch(self, X, y):
+        order = self.rng.permutation(len(y))
+        for start in range(0, len(order), self.batch):
+            rows = order[start:start + self.batch]
+            train_step(self.model, self.optimiser, X[rows], y[rows])
+
+
+def train(seed):
+    """Train an MLP on the standardised training flowers; return the trained model."""
+    trainer = Trainer(seed)  # X_train_std: as part 1's test cell standardised them
+    for _ in range(100):
+        trainer.epoch(X_train_std, y_train)
+    return trainer.model
+''',
+}

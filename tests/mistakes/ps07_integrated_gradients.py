@@ -1,8 +1,9 @@
 """Typical mistakes in ps07 (Integrated Gradients), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
-test cells must then score zero and what their failing assert must tell the student. Part 5
-(``shot_attributions``) uses the student's part 3, so a mistake there costs part 5 as well.
+test cells must then score zero and what their failing assert must tell the student. Parts 3
+and 5 use earlier parts; where one of those failed, its reference stands in (``# grader:
+reference``), so every mistake costs exactly its own part.
 """
 
 MISTAKES = {
@@ -57,20 +58,6 @@ MISTAKES = {
         "fails": {"test_integrated_gradients_riemann"},  # each part graded on its own (# grader: reference)
         "message": "the left rule",
     },
-    "divides_by_steps_twice": {
-        # Averages with mean() and then divides by steps again.
-        "replace": {
-            "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
-    """Integrated Gradients by the right Riemann sum with `steps` points."""
-    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
-    alphas = np.arange(1, steps + 1) / steps
-    grads = f_grad(baseline + alphas[:, None] * (x - baseline))
-    return (x - baseline) * grads.mean(axis=0) / steps
-''',
-        },
-        "fails": {"test_integrated_gradients_riemann"},  # each part graded on its own (# grader: reference)
-        "message": "you divided by steps twice",
-    },
     "gap_sign_flipped": {
         # (f(x) - f(baseline)) - sum(attributions): the right size, the wrong sign.
         "replace": {
@@ -82,4 +69,46 @@ MISTAKES = {
         "fails": {"test_completeness_gap"},
         "message": "the sign is flipped",
     },
+}
+
+# Every part again, correct, in other idioms: a table of offsets, one row per alpha in a loop,
+# the student's own riemann_alphas and path reused, the model called once on a batch of both
+# points, a named tuple as the result. It must score full marks.
+HONEST = {
+    "riemann_alphas": '''OFFSETS = {"left": 0.0, "middle": 0.5, "right": 1.0}
+
+
+def riemann_alphas(steps, method="right"):
+    """The `steps` points alpha_1 < ... < alpha_m of a Riemann sum on [0, 1]."""
+    return np.array([(k + OFFSETS[method]) / steps for k in range(steps)], dtype=float)
+''',
+    "path": '''def path(x, baseline, alphas):
+    """The points baseline + alpha (x - baseline), one row per alpha: an array of shape (m, d)."""
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    return np.array([baseline + alpha * (x - baseline) for alpha in alphas], dtype=float).reshape(len(alphas), -1)
+''',
+    "integrated_gradients_riemann": '''def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    """Integrated Gradients by the right Riemann sum with `steps` points."""
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    gradients = np.asarray(f_grad(path(x, baseline, riemann_alphas(steps, "right"))), dtype=float)
+    return (x - baseline) * np.mean(gradients, axis=0)
+''',
+    "completeness_gap": '''def completeness_gap(attributions, f, x, baseline):
+    """sum(attributions) - (f(x) - f(baseline)), as a float."""
+    at_x, at_baseline = (value(f, point) for point in (x, baseline))
+    return float(sum(np.ravel(attributions))) - (at_x - at_baseline)
+''',
+    "shot_attributions": '''from collections import namedtuple
+
+Shot = namedtuple("Shot", "hit attributions gap")
+
+
+def shot_attributions(steps=50):
+    """IG of the height at the hoop, from chapter 11's first throw (baseline) to the hit (input)."""
+    history = fit_shot()
+    hit = np.array([history.v[-1], history.theta[-1]], dtype=float)
+    miss = np.asarray(START_SHOT, dtype=float)
+    attributions = integrated_gradients_riemann(gradient_function(shot_height), hit, miss, steps)
+    return Shot(hit, attributions, completeness_gap(attributions, shot_height, hit, miss))
+''',
 }

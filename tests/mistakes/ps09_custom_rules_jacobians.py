@@ -38,16 +38,6 @@ MISTAKES = {
         "fails": {"test_softplus_vjp"},
         "message": "the rule of exp",
     },
-    "vjp_ignores_g": {
-        "replace": {
-            "softplus_vjp": '''def softplus_vjp(g, out, x):
-    """The gradient for x."""
-    return x.sigmoid()
-''',
-        },
-        "fails": {"test_softplus_vjp"},
-        "message": "multiply by the incoming gradient",
-    },
     "vjp_in_numpy": {
         # Right first derivative; the rule is a constant to the engine, so the second derivative is 0.
         "replace": {
@@ -85,18 +75,6 @@ def hypot_vjp_b(g, out, a, b):
         "fails": {"test_jacobian_by_vjps"},
         "message": "row i needs its own VJP",
     },
-    "vjps_stacked_as_columns": {
-        "replace": {
-            "jacobian_by_vjps": '''def jacobian_by_vjps(f, x):
-    """The Jacobian."""
-    y, vjp_fn = vjp(f, x)
-    m = y.shape[0]
-    return np.stack([vjp_fn(np.eye(m)[i]).data for i in range(m)], axis=1)
-''',
-        },
-        "fails": {"test_jacobian_by_vjps"},
-        "message": "the transpose",
-    },
     "jvps_stacked_as_rows": {
         "replace": {
             "jacobian_by_jvps": '''def jacobian_by_jvps(f, x):
@@ -108,4 +86,48 @@ def hypot_vjp_b(g, out, a, b):
         "fails": {"test_jacobian_by_jvps"},
         "message": "the transpose: the Jacobian of f: R^n -> R^m has m rows",
     },
+}
+
+# Every part again, correct, in other idioms: softplus as max(x, 0) + log1p(exp(-|x|)), its
+# derivative as exp(x - softplus(x)) in Tensor operations, the factor a / out first, rows and
+# columns gathered in lists. It must score full marks.
+HONEST = {
+    "softplus": '''def softplus(x):
+    """log(1 + exp(x)) elementwise, as one node "softplus" of the graph, without overflow."""
+    values = np.maximum(x.data, 0.0) + np.log1p(np.exp(-np.abs(x.data)))
+    return record("softplus", values, (x,))
+''',
+    "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """The gradient for x of out = softplus(x): g * sigmoid(x), with sigmoid(x) = exp(x - softplus(x))."""
+    return (x - softplus(x)).exp() * g
+''',
+    "hypot_vjps": '''def hypot_vjp_a(g, out, a, b):
+    """The gradient for a of out = hypot(a, b), shape a.shape."""
+    return unbroadcast((a / out) * g, a.shape)
+
+
+def hypot_vjp_b(g, out, a, b):
+    """The gradient for b of out = hypot(a, b), shape b.shape."""
+    return unbroadcast((b / out) * g, b.shape)
+''',
+    "jacobian_by_vjps": '''def jacobian_by_vjps(f, x):
+    """The Jacobian of f at x, shape (m, n), one VJP per row."""
+    y, pull_back = vjp(f, x)
+    rows = []
+    for i in range(y.shape[0]):
+        basis = np.zeros(y.shape[0])
+        basis[i] = 1.0
+        rows.append(np.asarray(pull_back(basis).data, dtype=float))
+    return np.array(rows)
+''',
+    "jacobian_by_jvps": '''def jacobian_by_jvps(f, x):
+    """The Jacobian of f at x, shape (m, n), one JVP per column."""
+    columns = []
+    for j in range(len(x)):
+        basis = np.zeros(len(x))
+        basis[j] = 1.0
+        _, tangent = jvp(f, (x,), (basis,))
+        columns.append(np.asarray(tangent.data, dtype=float))
+    return np.column_stack(columns)
+''',
 }

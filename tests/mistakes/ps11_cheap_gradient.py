@@ -73,14 +73,49 @@ MISTAKES = {
         "fails": {"test_reverse_ratio_bound"},
         "message": "count the operation itself too",
     },
-    "bound_one_operation_per_edge": {
-        "replace": {
-            "reverse_ratio_bound": '''def reverse_ratio_bound(costs):
-    """The bound."""
-    return max(1 + local + parents for parents, local in costs.values())
+}
+
+# Every part again, correct, in other idioms: the two points from one helper and the difference
+# taken of plain floats, the seed as float(i == j), the leaves kept in a dict by position, the
+# counts from a list comprehension, a loop keeping the largest cost. It must score full marks.
+HONEST = {
+    "gradient_by_differences": '''def shifted(x, i, step):
+    """x as Nums, with x[i] moved by step."""
+    return [Num(v + step) if j == i else Num(v) for j, v in enumerate(x)]
+
+
+def gradient_by_differences(f, x, h=1e-5):
+    """Central differences of f at x (a list of floats), f evaluated on Nums: a list of n floats."""
+    return [(f(shifted(x, i, h)) - f(shifted(x, i, -h))).value / (2 * h) for i in range(len(x))]
 ''',
-        },
-        "fails": {"test_reverse_ratio_bound"},
-        "message": "each parent edge costs two operations",
-    },
+    "gradient_by_forward_mode": '''def gradient_by_forward_mode(f, x):
+    """The gradient of f at x by n forward-mode passes with Duals: a list of n floats."""
+    partials = []
+    for i in range(len(x)):
+        seeded = [Dual(Num(v), Num(float(i == j))) for j, v in enumerate(x)]
+        partials.append(f(seeded).tangent.value)
+    return partials
+''',
+    "gradient_by_reverse_mode": '''def gradient_by_reverse_mode(f, x):
+    """The gradient of f at x by one recording pass and one backward sweep: a list of n floats."""
+    leaves = {k: Var(Num(v)) for k, v in enumerate(x)}
+    out = f([leaves[k] for k in range(len(x))])
+    backward(out)
+    return [leaves[k].grad.value for k in sorted(leaves)]
+''',
+    "cost_ratio": '''def cost_ratio(method, f, x):
+    """Operations of method(f, x) divided by the operations of f evaluated on Nums at x, as a float."""
+    method_ops, f_ops = (count_ops(*call)[1] for call in ((method, f, x), (f, [Num(v) for v in x])))
+    return float(method_ops) / f_ops
+''',
+    "reverse_ratio_bound": '''def reverse_ratio_bound(costs):
+    """The largest reverse-mode cost per operation, max over ops of 1 + l + 2 p."""
+    largest = None
+    for op in costs:
+        parents, local = costs[op]
+        cost = 1 + local + 2 * parents
+        if largest is None or cost > largest:
+            largest = cost
+    return largest
+''',
 }

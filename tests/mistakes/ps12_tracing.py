@@ -183,14 +183,6 @@ def as_tracer(x, trace):
         "fails": {"test_tracer_ops"},
         "message": "np.broadcast_shapes(a.shape, b.shape)",
     },
-    "sum_of_a_negative_axis": {
-        # Axes compared as given: axis=-1 matches no position, so nothing is dropped from the shape.
-        "replace": {
-            "tracer_ops": tracer_ops(("[a % len(self.shape) for a in", "[a for a in")),
-        },
-        "fails": {"test_tracer_ops"},
-        "message": "a negative axis counts from the end",
-    },
     "numbers_baked_in": {
         # Only arrays become inputs: a number argument is written into the program as a constant, so
         # the program ignores the value it is called with.
@@ -218,20 +210,6 @@ def as_tracer(x, trace):
         },
         "fails": {"test_eliminate_dead_code"},
         "message": "a live equation uses its result",
-    },
-    "dce_keeps_what_any_equation_uses": {
-        # A result used by any equation is kept, even when only dead equations use it.
-        "replace": {
-            "eliminate_dead_code": '''def eliminate_dead_code(program):
-    """Drop the results nobody uses."""
-    used = {id(o) for o in program.outputs}
-    for e in program.equations:
-        used.update(id(a) for a in e.args)
-    return Program(program.inputs, [e for e in program.equations if id(e.out) in used], program.outputs)
-''',
-        },
-        "fails": {"test_eliminate_dead_code"},
-        "message": "is dead but you kept it",
     },
     "dce_drops_unused_inputs": {
         # Right equations, but inputs no kept equation uses are dropped too: the caller still passes
@@ -267,12 +245,6 @@ def as_tracer(x, trace):
         "fails": {"test_jit"},
         "message": "must not trace again",
     },
-    "jit_one_program_for_every_shape": {
-        # The first program serves every later call, whatever its shapes (NumPy broadcasts it).
-        "replace": {"jit": JIT.replace("shapes = tuple(np.shape(a) for a in args)", "shapes = len(args)")},
-        "fails": {"test_jit"},
-        "message": "a call with new shapes traces again",
-    },
     "transpose_replaces_shares": {
         # A value used twice keeps only the last share of its cotangent.
         "replace": {"transpose": TRANSPOSE.replace("if id(var) in cotangents:", "if False:")},
@@ -295,4 +267,181 @@ def as_tracer(x, trace):
         "fails": {"test_transpose"},
         "message": "x gets matmul(C.T, ct)",
     },
+}
+
+# Every part again, correct, in other idioms: methods made by a factory, the sum's shape from
+# NumPy itself, the Vars themselves as dict keys and set members, a subclass of Program, a helper
+# class that writes the source, a callable object as the jitted function, the transposition rules
+# in a table. It must score full marks.
+HONEST = {
+    "tracer_ops": '''def atom(x):
+    """x as an argument of an equation: a Tracer's Var, or a constant as a float64 array."""
+    return x.var if isinstance(x, Tracer) else np.array(x, dtype=np.float64)
+
+
+def broadcasting(op):
+    """The Tracer method recording `op` of self and another operand (self's Var first)."""
+
+    def method(self, other):
+        args = [atom(self), atom(other)]
+        return self.trace.record(op, args, (), np.broadcast_shapes(*(np.shape(a) for a in args)))
+
+    return method
+
+
+def elementwise(op):
+    """The Tracer method recording `op` of self alone."""
+    return lambda self: self.trace.record(op, [self.var], (), self.shape)
+
+
+def tracer_sum(self, axis=None, keepdims=False):
+    """self summed over axis (None: every axis), as Tensor.sum: records sum with params (axis, keepdims)."""
+    shape = np.broadcast_to(0.0, self.shape).sum(axis=axis, keepdims=keepdims).shape
+    return self.trace.record("sum", [self.var], (axis, keepdims), shape)
+
+
+tracer_add, tracer_mul = broadcasting("add"), broadcasting("mul")
+tracer_neg, tracer_exp, tracer_sin = elementwise("neg"), elementwise("exp"), elementwise("sin")
+METHODS = {"__add__": tracer_add, "__radd__": tracer_add, "__mul__": tracer_mul, "__rmul__": tracer_mul,
+           "__neg__": tracer_neg, "exp": tracer_exp, "sin": tracer_sin, "sum": tracer_sum}
+for name, method in METHODS.items():
+    setattr(Tracer, name, method)
+''',
+    "make_program": '''def make_program(f, *args):
+    """The program of f traced at args: one input per argument, the equations f recorded, one
+    output per result of f."""
+    trace = Trace()
+    results = f(*(trace.new_input(np.shape(a)) for a in args))
+    outputs = list(results) if isinstance(results, tuple) else [results]
+    return Program(list(trace.inputs), list(trace.equations), [atom(r) for r in outputs])
+''',
+    "eliminate_dead_code": '''class PrunedProgram(Program):
+    """A Program that knows how many equations were dropped."""
+
+    removed = 0
+
+
+def eliminate_dead_code(program):
+    """A new Program with program's inputs and outputs and only its live equations, in order."""
+    live = {o for o in program.outputs if isinstance(o, Var)}
+    kept = []
+    for e in program.equations[::-1]:
+        if e.out in live:
+            kept.insert(0, e)
+            live |= {a for a in e.args if isinstance(a, Var)}
+    pruned = PrunedProgram(list(program.inputs), kept, list(program.outputs))
+    pruned.removed = len(program.equations) - len(kept)
+    return pruned
+''',
+    "compile_program": '''class Source:
+    """The lines of the compiled function, the names of its values (by Var) and exec's namespace."""
+
+    CALLS = {"add": "np.add", "mul": "np.multiply", "neg": "np.negative", "exp": "np.exp", "sin": "np.sin"}
+
+    def __init__(self, program):
+        self.namespace, self.names, self.constants = {"np": np}, {}, 0
+        self.lines = [f"def compiled({', '.join(self.new_name(v) for v in program.inputs)}):"]
+
+    def new_name(self, var):
+        self.names[var] = f"v{len(self.names)}"
+        return self.names[var]
+
+    def operand(self, a):
+        if isinstance(a, Var):
+            return self.names[a]
+        self.constants += 1
+        self.namespace[f"c{self.constants}"] = a
+        return f"c{self.constants}"
+
+    def equation(self, e):
+        args = ", ".join(self.operand(a) for a in e.args)
+        if e.op == "sum":
+            call = f"np.sum({args}, axis={e.params[0]!r}, keepdims={e.params[1]!r})"
+        else:
+            call = f"{self.CALLS[e.op]}({args})"
+        self.lines.append(f"    {self.new_name(e.out)} = {call}")
+
+
+def compile_program(program):
+    """(function, source): the program as the source of a Python function calling NumPy."""
+    source = Source(program)
+    for e in program.equations:
+        source.equation(e)
+    source.lines.append("    return (" + "".join(f"{source.operand(o)}, " for o in program.outputs) + ")")
+    text = "\\n".join(source.lines) + "\\n"
+    exec(text, source.namespace)
+    return source.namespace["compiled"], text
+''',
+    "jit": '''class Jitted:
+    """f, traced and compiled once per tuple of argument shapes."""
+
+    def __init__(self, f):
+        self.f, self.compiled = f, {}
+
+    def __call__(self, *args):
+        shapes = tuple(np.shape(a) for a in args)
+        if shapes not in self.compiled:
+            self.compiled[shapes] = compile_program(make_program(self.f, *args))[0]
+        return self.compiled[shapes](*args)
+
+
+def jit(f):
+    """f compiled: traced and compiled once per tuple of argument shapes, then run as NumPy code."""
+    return Jitted(f)
+''',
+    "transpose": '''def transpose(linear):
+    """The transposed program: the cotangents of linear's outputs -> the cotangents of its inputs."""
+    trace = Trace()
+    cotangent = {}  # a Var of linear -> the Var of its cotangent so far
+
+    def give(var, ct):
+        if isinstance(var, Var):
+            if var in cotangent:
+                ct = trace.record("add", [cotangent[var], ct], (), var.shape).var
+            cotangent[var] = ct
+
+    def summed_to(ct, shape):
+        lead = len(ct.shape) - len(shape)
+        axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape) if n == 1 and ct.shape[lead + k] != 1)
+        if not axes:
+            return ct
+        kept = tuple(1 if k in axes else n for k, n in enumerate(ct.shape))
+        ct = trace.record("sum", [ct], (axes, True), kept).var
+        return trace.record("reshape", [ct], (tuple(shape),), shape).var if lead else ct
+
+    def add(e, ct):
+        for a in e.args:
+            if isinstance(a, Var):
+                give(a, summed_to(ct, a.shape))
+
+    def neg(e, ct):
+        give(e.args[0], trace.record("neg", [ct], (), ct.shape).var)
+
+    def mul(e, ct):
+        x, c = e.args if isinstance(e.args[0], Var) else e.args[::-1]
+        give(x, summed_to(trace.record("mul", [ct, c], (), np.broadcast_shapes(ct.shape, c.shape)).var, x.shape))
+
+    def sum_(e, ct):
+        (x,), (axis, keepdims) = e.args, e.params
+        summed = range(len(x.shape)) if axis is None else [a % len(x.shape) for a in np.atleast_1d(axis)]
+        kept = tuple(1 if k in summed else n for k, n in enumerate(x.shape))
+        if not keepdims:
+            ct = trace.record("reshape", [ct], (kept,), kept).var
+        give(x, trace.record("broadcast_to", [ct], (x.shape,), x.shape).var)
+
+    def matmul(e, ct):
+        a, b = e.args
+        if isinstance(a, Var):
+            give(a, trace.record("matmul", [ct, b.T], (), a.shape).var)
+        else:
+            give(b, trace.record("matmul", [a.T, ct], (), b.shape).var)
+
+    rules = {"add": add, "neg": neg, "mul": mul, "sum": sum_, "matmul": matmul}
+    for output in linear.outputs:
+        give(output, trace.new_input(np.shape(output)).var)
+    for e in reversed(linear.equations):
+        if e.out in cotangent:
+            rules[e.op](e, cotangent.pop(e.out))
+    return Program(trace.inputs, trace.equations, [cotangent.get(v, np.zeros(v.shape)) for v in linear.inputs])
+''',
 }
