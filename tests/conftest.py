@@ -32,9 +32,10 @@ def site(tmp_path_factory) -> Path:
 PIPELINE_MODULES = ("tests/assignments/test_assignments.py",)
 
 
-# Scopes that take minutes, longest first (measured with --durations). xdist hands out scopes
-# with the most tests first, which leaves these few-test scopes to the end, where one worker
-# runs the last of them while the other waits; started first, the short ones fill the gaps.
+# Scopes that take minutes, longest first (measured with --durations, summed per scope). xdist
+# hands out scopes with the most tests first, which leaves these few-test scopes to the end, where
+# one worker runs the last of them while the other waits; started first (longest first, as in
+# longest-processing-time scheduling), the short ones fill the gaps at the end.
 LONG_SCOPES = (
     "tests/assignments/test_assignments.py[ps13_capstone]",
     "tests/assignments/test_assignments.py[ps10_pytorch_comparison]",
@@ -42,10 +43,20 @@ LONG_SCOPES = (
     "tests/book/test_colab_path.py",
     "tests/assignments/test_hub.py",
     "tests/assignments/test_hostile_verdicts.py",
-    "tests/assignments/test_hostile_class.py",
     "tests/site/test_accessibility.py",
-    "tests/assignments/test_grading_postgres.py",
+    "tests/assignments/test_hostile_class.py",
+    "tests/assignments/test_assignments.py[ps06_training_mlp]",
+    "tests/assignments/test_assignments.py[ps03_reverse_mode]",
+    "tests/assignments/test_assignments.py[ps02_forward_mode]",
+    "tests/assignments/test_assignments.py[ps04_topological_sort]",
+    "tests/assignments/test_assignments.py[ps11_cheap_gradient]",
+    "tests/assignments/test_assignments.py[ps09_custom_rules_jacobians]",
     "tests/assignments/test_grading.py",
+    "tests/assignments/test_assignments.py[ps12_tracing]",
+    "tests/assignments/test_grading_postgres.py",
+    "tests/assignments/test_assignments.py[ps01_finite_differences]",
+    "tests/assignments/test_assignments.py[ps08_optimisation]",
+    "tests/site/test_browser.py",
     "tests/assignments/test_classmates_safe.py",
 )
 

@@ -56,13 +56,21 @@ def grade(course, jobs: int = 1) -> tuple[list[dict], dict[str, str]]:
     return rows, pages
 
 
-@pytest.mark.parametrize("spelling", ["postgresql+psycopg://", "postgresql://"])
-def test_grading_into_postgresql_matches_sqlite_and_is_idempotent(postgres, tmp_path, monkeypatch, spelling):
-    lite = make_class(tmp_path / "sqlite")
-    monkeypatch.delenv("DB_URL", raising=False)
-    import_roster(read_roster(lite / "class.csv"), f"sqlite:///{lite / 'gradebook.db'}", "autodiff-from-scratch")
-    expected = grade(lite)
+@pytest.fixture(scope="module")
+def graded_into_sqlite(tmp_path_factory) -> tuple[list[dict], dict[str, str]]:
+    """What grading one hand-in at a time into the sqlite file gives: the reference for both spellings."""
+    lite = make_class(tmp_path_factory.mktemp("sqlite") / "course")
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("DB_URL", raising=False)
+        import_roster(read_roster(lite / "class.csv"), f"sqlite:///{lite / 'gradebook.db'}", "autodiff-from-scratch")
+        return grade(lite)
 
+
+@pytest.mark.parametrize("spelling", ["postgresql+psycopg://", "postgresql://"])
+def test_grading_into_postgresql_matches_sqlite_and_is_idempotent(
+    postgres, graded_into_sqlite, tmp_path, monkeypatch, spelling
+):
+    expected = graded_into_sqlite
     url = postgres(f"grading_{spelling.split(':')[0].replace('+', '_')}").replace("postgresql+psycopg://", spelling)
     monkeypatch.setenv("DB_URL", url)  # for nbgrader's own commands (release, export) too
     course = make_class(tmp_path / "postgres")

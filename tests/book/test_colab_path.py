@@ -5,14 +5,17 @@ JAX but not course_lib, with the working directory ``/content``, where nothing e
 repository exists. The notebook's set-up cell then installs course_lib with pip.
 
 This module rebuilds that situation: a fresh virtual environment with only Colab's packages (and
-ipykernel to run a kernel), no course_lib, nbgrader or pytest in it; each notebook is copied alone
+ipykernel to run a kernel), no course_lib, nbgrader or pytest in it. PyTorch and JAX come
+preinstalled, as in Colab: their installed distributions (the oracles' exact pins, and what they
+need) are hard-linked from this environment, file by file as their RECORD lists them, so pip sees
+them installed; pip installs the rest. Each notebook is copied alone
 into an empty folder and executed there by a kernel of that environment, after course_lib was
 uninstalled, so every set-up cell really installs it. ``COURSE_LIB`` points the set-up cell at a
 wheel of this checkout, built once, instead of GitHub (a plain, non-editable install, as in
 Colab). Chapters must run to the end; student notebooks run their visible tests with the
 solution filled in.
 
-Takes a few minutes (the environment is built once per module; pip uses its cache). Run alone with
+Takes a few minutes (each environment is built once per module; pip uses its cache). Run alone with
 ``pytest tests/book/test_colab_path.py -n 0 -p no:cacheprovider``.
 """
 
@@ -25,8 +28,11 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.metadata import Distribution, distributions
 from pathlib import Path
 
 import course  # tools/course.py
@@ -39,7 +45,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbgrader_helpers import fill_in, graded_cells
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from paths import CHAPTERS, CONFIG, NOTEBOOKS, ROOT, SETUP_CELL, ids
+from scratch import remove_in_background
 
 STUDENT_NOTEBOOKS = [p for p in NOTEBOOKS if p.parent.parent.name == "exercises"]
 # Assignments that compare with PyTorch cannot run without it: their Tools cell says what to install.
@@ -66,11 +74,55 @@ class Colab:
         return subprocess.run([str(self.python), *args], cwd=cwd, env=self.env, capture_output=True, text=True)
 
 
-def python_env(base: Path, packages: list[str], course_lib_spec: str) -> Colab:
+def installed_closure(requirements: list[Requirement]) -> list[Distribution]:
+    """The distributions installed here that ``requirements`` name, at versions they allow, and
+    everything those need (extras and environment markers as pip reads them)."""
+    site = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    here = {canonicalize_name(d.metadata["Name"]): d for d in distributions(path=sorted(site))}
+    wanted, chosen = list(requirements), {}
+    while wanted:
+        req = wanted.pop()
+        dist = here.get(canonicalize_name(req.name))
+        assert dist and req.specifier.contains(dist.version, prereleases=True), f"{req} is not installed here"
+        key = (canonicalize_name(req.name), frozenset(req.extras))
+        if key not in chosen:
+            chosen[key] = dist
+            for need in map(Requirement, dist.requires or []):
+                if not need.marker or any(need.marker.evaluate({"extra": e}) for e in {"", *req.extras}):
+                    wanted.append(need)
+    return list({d.metadata["Name"]: d for d in chosen.values()}.values())
+
+
+def link_installed(dists: list[Distribution], venv: Path) -> None:
+    """Install ``dists`` into ``venv`` as this environment has them: each file of their RECORD
+    hard-linked (copied across file systems), scripts copied with ``venv``'s Python in the #! line."""
+    for dist in dists:
+        root = Path(dist.locate_file(""))
+        into = venv / root.relative_to(sys.prefix)
+        for name in dist.files or []:
+            source, target = Path(os.path.normpath(root / name)), Path(os.path.normpath(into / name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not source.is_relative_to(root):  # bin/: console scripts, whose #! line names this Python
+                first, _, rest = source.read_bytes().partition(b"\n")
+                shebang = f"#!{venv / 'bin/python'}".encode() if first.startswith(b"#!") else first
+                target.write_bytes(shebang + b"\n" + rest)
+                shutil.copymode(source, target)
+                continue
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copy2(source, target)
+
+
+def python_env(
+    base: Path, packages: list[str], course_lib_spec: str, preinstalled: Sequence[Requirement] = ()
+) -> Colab:
     """A fresh virtual environment with ``packages`` and a kernel of its own; its set-up cells
-    install course_lib from ``course_lib_spec`` (what ``COURSE_LIB`` is set to)."""
+    install course_lib from ``course_lib_spec`` (what ``COURSE_LIB`` is set to). The
+    ``preinstalled`` distributions are linked from this environment before pip runs."""
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
+    link_installed(installed_closure(list(preinstalled)), base / "venv")
     main_bin = Path(sys.executable).parent.resolve()
     path = [str(python.parent)] + [
         p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != main_bin
@@ -112,8 +164,8 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory, wheel):
     base = tmp_path_factory.mktemp("colab")
-    yield python_env(base, COLAB_PACKAGES, str(wheel))
-    shutil.rmtree(base, ignore_errors=True)  # about 2 GB
+    yield python_env(base, COLAB_PACKAGES, str(wheel), preinstalled=ORACLES)
+    remove_in_background(base)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +178,7 @@ def wheel_only(tmp_path_factory, wheel):
         for r in map(Requirement, tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
     ]
     yield python_env(base, ["ipykernel", *runtime_deps], str(wheel))
-    shutil.rmtree(base, ignore_errors=True)
+    remove_in_background(base)
 
 
 def test_oracle_pins_are_exact():

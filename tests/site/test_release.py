@@ -23,6 +23,7 @@ from commands import make
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from paths import ROOT
+from scratch import remove_in_background
 
 # A newcomer's shell: no virtual environment active, the course's .venv not on PATH.
 # -- one identity --------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ def public(tmp_path_factory):
     proc = make("publish", f"DEST={dest}", cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield dest
-    shutil.rmtree(dest, ignore_errors=True)
+    remove_in_background(dest)  # its .venv and built book
 
 
 def test_public_tree_holds_the_student_material_only(public):
