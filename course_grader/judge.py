@@ -16,7 +16,8 @@ them.
 
 What a test measures of the student's code the judge measures itself: the memory of the
 student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
-by serving them (:func:`calls_to`), never a counter the student's process keeps.
+by serving them (:func:`calls_to`), never a counter the student's process keeps. What a test
+hands the student's code to work with it may swap (:func:`rebound`: a loss of its choosing).
 
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import io
 import json
 import os
@@ -223,7 +225,12 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
             namespace[name] = _where_the_objects_are(name, value)
-    namespace.update(student_side=student_side, peak_memory=peak_memory, calls_to=calls_to)
+    namespace.update(
+        student_side=student_side,
+        peak_memory=peak_memory,
+        calls_to=calls_to,
+        rebound=functools.partial(rebound, namespace),
+    )
     try:
         with time_limit(cell_timeout):
             verdict.phase = "references"
@@ -338,6 +345,22 @@ def calls_to(name: str):
     try:
         yield calls
     finally:
+        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
+
+
+@contextlib.contextmanager
+def rebound(namespace: dict[str, Any], name: str, to: str):
+    """While it lasts, the notebook's function ``name`` is the set-up cells' function ``to`` for
+    the student's code (its global, rebound where it runs) and for a reference running here, in
+    the test's ``namespace`` (ps06 trains once on a loss the test chooses). The notebook's own
+    ``rebound`` rebinds the name in Jupyter."""
+    there, here = _on_their_side(to), namespace[name]
+    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to})
+    namespace[name] = there
+    try:
+        yield
+    finally:
+        namespace[name] = here
         stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
 
 
