@@ -64,7 +64,7 @@ from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
 from course_grader.verdict_memo import VerdictMemo
 
-HIDDEN_MESSAGE = "raised during the hidden tests (their messages are not shown: they may hold the hidden inputs)"
+HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
 METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
@@ -271,9 +271,10 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         verdict.in_test_code = raised_in_test(error)
         verdict.message = clip(str(error))
         if verdict.phase == "hidden":
-            # Text that did not come from the test itself may carry what the student's code
-            # made of the hidden inputs: only the exception's type leaves, or the test's own
-            # message without the strings the student's process sent.
+            # Feedback speaks with the tests' voice only (a text the student's code made could
+            # pose as the grader's): the exception's type leaves, or the test's own message
+            # without the strings the student's process sent. The hidden inputs themselves are
+            # not secret: fresh in every grading run, a test's message may name them.
             own = verdict.in_test_code and isinstance(error, AssertionError)
             verdict.message = clip((own and codec.without_their_text(str(error))) or HIDDEN_MESSAGE)
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""

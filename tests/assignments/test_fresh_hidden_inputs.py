@@ -30,11 +30,12 @@ def _name(call: ast.Call) -> str:
 
 def _draws_fresh(node: ast.AST, fresh: set[str]) -> bool:
     """True when the expression reads a fresh name or makes an unseeded generator."""
-    return any(
-        isinstance(n, ast.Name) and n.id in fresh
-        or isinstance(n, ast.Call) and _name(n) in MAKERS and not n.args and not n.keywords
-        for n in ast.walk(node)
-    )
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in fresh:
+            return True
+        if isinstance(n, ast.Call) and _name(n) in MAKERS and not n.args and not n.keywords:
+            return True
+    return False
 
 
 def _fresh_names(tree: ast.AST) -> set[str]:
@@ -90,7 +91,8 @@ def hidden_and_all_code(assignment: str) -> tuple[list[str], str]:
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     hidden = [m.group(1) for source in code for m in HIDDEN.finditer(source)]
-    return hidden, "\n\n".join("\n".join(l for l in s.splitlines() if not l.startswith(("%", "!"))) for s in code)
+    plain = ("\n".join(line for line in s.splitlines() if not line.startswith(("%", "!"))) for s in code)
+    return hidden, "\n\n".join(plain)
 
 
 @pytest.mark.parametrize(
