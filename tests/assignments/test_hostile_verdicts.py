@@ -250,8 +250,8 @@ def observed_order(f, x, f_prime, method, h):
 # with status 43 in the first part (forward_difference's cell runs in every part)
 SNOOP = f"""
 import os, glob, time
-MARKERS = [b'BEGIN HIDDEN', b'BEGIN SOLUTION', b'default_rng(606)', b'default_rng(101)', {TOKEN.encode()!r},
-           b'gradebook', b'hidden test']
+MARKERS = [b'BEGIN HIDDEN', b'BEGIN SOLUTION', b'uniform(-14, -1, size=15)', b'correct orderings (h',
+           {TOKEN.encode()!r}, b'gradebook', b'hidden test']
 def _hits(data):
     return [m for m in MARKERS if m in data]
 found = []
