@@ -295,9 +295,13 @@ def _where_the_objects_are(name: str, function: Any) -> Any:
     operation inside it, as a reference train step calling ``cross_entropy`` on the student's
     model would make); on the test's own values, the judge runs it."""
 
+    there: list[Any] = []  # the student's process's copy, asked for once per part
+
     def call(*args: Any, **kwargs: Any) -> Any:
         if any(type(a) is Remote for a in (*args, *kwargs.values())):
-            return stand_ins.CHANNEL.request("setup", name=name)(*args, **kwargs)
+            if not there:
+                there.append(stand_ins.CHANNEL.request("setup", name=name))
+            return there[0](*args, **kwargs)
         return function(*args, **kwargs)
 
     call.__name__, call.__doc__, call.__wrapped__ = function.__name__, function.__doc__, function  # type: ignore[attr-defined]
