@@ -9,8 +9,8 @@ Every hand-in is honest except where it attacks, so a fair human grader's score 
 points minus the parts the attack stands in for". An attack that gains even one point fails
 its test. The whole class (ps01, with ps03, ps04 and ps11 where an attack needs their helpers)
 is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tests make many
-round trips to the student's process, with 20 s per test instead of 5). ps13's attack is graded
-on its own, one part only (a whole ps13 hand-in takes half a minute).
+round trips to the student's process, with 20 s per test instead of 5). ps13's and ps06's
+attacks are graded on their own, one part only (a whole ps13 hand-in takes half a minute).
 
 Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
 rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
