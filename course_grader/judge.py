@@ -16,7 +16,8 @@ them.
 
 What a test measures of the student's code the judge measures itself: the memory of the
 student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
-by serving them (:func:`calls_to`), never a counter the student's process keeps.
+by serving them (:func:`calls_to`), never a counter the student's process keeps. What a test
+hands the student's code to work with it may swap (:func:`rebound`: a loss of its choosing).
 
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import io
 import json
 import os
@@ -62,7 +64,7 @@ from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
 from course_grader.verdict_memo import VerdictMemo
 
-HIDDEN_MESSAGE = "raised during the hidden tests (their messages are not shown: they may hold the hidden inputs)"
+HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
 METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
@@ -223,7 +225,12 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
             namespace[name] = _where_the_objects_are(name, value)
-    namespace.update(student_side=student_side, peak_memory=peak_memory, calls_to=calls_to)
+    namespace.update(
+        student_side=student_side,
+        peak_memory=peak_memory,
+        calls_to=calls_to,
+        rebound=functools.partial(rebound, namespace),
+    )
     try:
         with time_limit(cell_timeout):
             verdict.phase = "references"
@@ -264,9 +271,10 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         verdict.in_test_code = raised_in_test(error)
         verdict.message = clip(str(error))
         if verdict.phase == "hidden":
-            # Text that did not come from the test itself may carry what the student's code
-            # made of the hidden inputs: only the exception's type leaves, or the test's own
-            # message without the strings the student's process sent.
+            # Feedback speaks with the tests' voice only (a text the student's code made could
+            # pose as the grader's): the exception's type leaves, or the test's own message
+            # without the strings the student's process sent. The hidden inputs themselves are
+            # not secret: fresh in every grading run, a test's message may name them.
             own = verdict.in_test_code and isinstance(error, AssertionError)
             verdict.message = clip((own and codec.without_their_text(str(error))) or HIDDEN_MESSAGE)
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
@@ -287,9 +295,13 @@ def _where_the_objects_are(name: str, function: Any) -> Any:
     operation inside it, as a reference train step calling ``cross_entropy`` on the student's
     model would make); on the test's own values, the judge runs it."""
 
+    there: list[Any] = []  # the student's process's copy, asked for once per part
+
     def call(*args: Any, **kwargs: Any) -> Any:
         if any(type(a) is Remote for a in (*args, *kwargs.values())):
-            return stand_ins.CHANNEL.request("setup", name=name)(*args, **kwargs)
+            if not there:
+                there.append(stand_ins.CHANNEL.request("setup", name=name))
+            return there[0](*args, **kwargs)
         return function(*args, **kwargs)
 
     call.__name__, call.__doc__, call.__wrapped__ = function.__name__, function.__doc__, function  # type: ignore[attr-defined]
@@ -338,6 +350,22 @@ def calls_to(name: str):
     try:
         yield calls
     finally:
+        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
+
+
+@contextlib.contextmanager
+def rebound(namespace: dict[str, Any], name: str, to: str):
+    """While it lasts, the notebook's function ``name`` is the set-up cells' function ``to`` for
+    the student's code (its global, rebound where it runs) and for a reference running here, in
+    the test's ``namespace`` (ps06 trains once on a loss the test chooses). The notebook's own
+    ``rebound`` rebinds the name in Jupyter."""
+    there, here = _on_their_side(to), namespace[name]
+    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to})
+    namespace[name] = there
+    try:
+        yield
+    finally:
+        namespace[name] = here
         stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
 
 

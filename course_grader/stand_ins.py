@@ -130,7 +130,7 @@ class Remote:
     def __placeholder(self) -> str:
         """What a hidden test's message shows of the student's object: text the judge makes,
         naming the object's class only where that is the course's (a student's ``__repr__``
-        or class name could carry the hidden inputs, or a forged note to the grader)."""
+        or class name could carry a forged note to the grader)."""
         like = object.__getattribute__(self, "_Remote__like")
         known = course_lib_class(like) is not None or like in ARITHMETIC
         return f"<your object of type {like.rpartition('.')[2]}>" if known else "<your object>"
@@ -295,8 +295,8 @@ class JudgeCodec(Codec):
 
     def without_their_text(self, message: str) -> str | None:
         """``message`` (a hidden test's own) with every string the student's process sent (but
-        the judge never did) replaced, as it reads and as its repr reads: what the student's code
-        made of the hidden inputs never reaches the feedback. None when there were too many."""
+        the judge never did) replaced, as it reads and as its repr reads: a text the student's code
+        made never reaches the feedback as the test's. None when there were too many."""
         if self.texts is None:
             return None
         for text in sorted(self.texts - self.sent, key=len, reverse=True):

@@ -12,6 +12,12 @@ The key leaves out the hand-in's own notebook file (copied beside the data files
 reads its own notebook to decide an answer may get the verdict the same code earned beside a
 classmate's notebook. The folder belongs to one grading run and to the grader alone; the
 sandbox never sees it.
+
+Hidden tests draw fresh inputs in every run of the judge, and the key does not hold them, so
+a reused verdict is the one identical code earned on an earlier draw in the same grading run.
+That is sound: a correct answer passes on every draw (the tests' tolerances are chosen so), a
+draw is no better than another for an answer that fails on some, and identical code in one
+run gets one verdict. The next grading run starts from an empty folder, and draws anew.
 """
 
 from __future__ import annotations

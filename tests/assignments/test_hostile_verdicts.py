@@ -9,8 +9,8 @@ Every hand-in is honest except where it attacks, so a fair human grader's score 
 points minus the parts the attack stands in for". An attack that gains even one point fails
 its test. The whole class (ps01, with ps03, ps04 and ps11 where an attack needs their helpers)
 is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tests make many
-round trips to the student's process, with 20 s per test instead of 5). ps13's attack is graded
-on its own, one part only (a whole ps13 hand-in takes half a minute).
+round trips to the student's process, with 20 s per test instead of 5). ps13's and ps06's
+attacks are graded on their own, one part only (a whole ps13 hand-in takes half a minute).
 
 Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
 rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
@@ -250,8 +250,8 @@ def observed_order(f, x, f_prime, method, h):
 # with status 43 in the first part (forward_difference's cell runs in every part)
 SNOOP = f"""
 import os, glob, time
-MARKERS = [b'BEGIN HIDDEN', b'BEGIN SOLUTION', b'default_rng(606)', b'default_rng(101)', {TOKEN.encode()!r},
-           b'gradebook', b'hidden test']
+MARKERS = [b'BEGIN HIDDEN', b'BEGIN SOLUTION', b'uniform(-14, -1, size=15)', b'correct orderings (h',
+           {TOKEN.encode()!r}, b'gradebook', b'hidden test']
 def _hits(data):
     return [m for m in MARKERS if m in data]
 found = []
@@ -715,6 +715,39 @@ def test_ps13_memory_is_measured_outside_the_students_process():
     )
     assert result.points == 0, "a forged Value.peak must not pass the checkpointing test"
     assert "MB at once" in result.message, result.message
+
+
+# ps06 (5): train packed a closed-form linear discriminant into the MLP's weights and scored 3/3
+# with no training at all (in Jupyter too). The test now trains once with cross_entropy rebound
+# to a loss whose targets are the next class; a network train_step did not train ignores it.
+PS06 = "ps06_training_mlp"
+PS06_CLOSED_FORM = """
+def train(seed):
+    X_std, _ = standardise(X_train_raw, X_test_raw)
+    model = MLP([4, 16, 3], rng=seed)
+    means = np.array([X_std[y_train == c].mean(axis=0) for c in range(3)])
+    pooled = sum(np.cov(X_std[y_train == c].T, bias=True) for c in range(3)) / 3
+    W = np.linalg.solve(pooled, means.T)
+    W1, b1, W2, b2 = model.parameters()
+    first = np.zeros((4, 16))
+    first[:, :4], first[:, 4:8] = np.eye(4), -np.eye(4)  # relu(x) and relu(-x) carry x through
+    second = np.random.default_rng(seed).normal(size=(16, 3)) * 1e-3  # a network per seed
+    second[:4], second[4:8] = W, -W
+    W1.data, b1.data, W2.data = first, np.zeros(16), second
+    b2.data = -0.5 * np.sum(means.T * W, axis=0)
+    return model
+"""
+
+
+def test_ps06_a_closed_form_network_is_not_training():
+    name = f"{PS06}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / PS06 / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / PS06 / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS06))
+    hand_in = fill_in(release, source, {"train": PS06_CLOSED_FORM})
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS06, sandbox, 30, name, {"test_train"})
+    assert result.points == 0, "a closed-form network in the MLP's weights must not pass the training part"
+    assert "predicts that class for 0 of 30" in result.message, result.message
 
 
 def test_builtins_defined_by_the_student_gain_nothing(verdicts):

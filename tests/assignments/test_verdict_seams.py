@@ -9,6 +9,7 @@ bottom in Jupyter.
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import nbformat
@@ -106,6 +107,39 @@ def test_feedback_of_hidden_tests_carries_no_text_of_the_students_code(echo):
     points, message = grade(PS01, {"observed_order": code}, {"test_observed_order"})["test_observed_order"]
     assert points == 0, message
     assert "ECHO" not in message and "hidden tests" in message, message
+
+
+# ps01: hidden inputs are not secret but fresh in every grading run. An observed_order that
+# answers the visible test (x = 6) and elsewhere returns how many hidden cases it has seen gets
+# the hidden inputs in its feedback (the test's own message names them). A hand-in that hard-codes
+# the answer that feedback shows fails again at the first hidden case, on other inputs: with a
+# fixed seed it would pass that case and fail at the second, one step nearer to full marks.
+ECHO_INPUTS = """
+CALLS = []
+
+
+def observed_order(f, x, f_prime, method, h):
+    if x == 6.0:
+        return float(np.log10(abs(method(f, x, h) - f_prime) / abs(method(f, x, h / 10) - f_prime)))
+    CALLS.append(x)
+    return SEEN.get((x, h), float(len(CALLS)))
+"""
+SHOWN = re.compile(r"observed_order at x=(\S+), h=(\S+) returned (\S+), expected (\S+):")
+
+
+def test_hidden_inputs_in_feedback_are_fresh_in_every_grading_run():
+    first = grade(PS01, {"observed_order": "SEEN = {}\n" + ECHO_INPUTS}, {"test_observed_order"})
+    points, message = first["test_observed_order"]
+    shown = SHOWN.search(message)
+    assert points == 0 and shown and shown[3] == "1.0", message  # fails at the first hidden case, shown
+    x, h, expected = float(shown[1]), float(shown[2]), float(shown[4])
+    hard_coded = f"SEEN = {{({x!r}, {h!r}): {expected!r}}}\n" + ECHO_INPUTS
+    points, message = grade(PS01, {"observed_order": hard_coded}, {"test_observed_order"})["test_observed_order"]
+    again = SHOWN.search(message)
+    assert points == 0 and again, message
+    assert again[3] == "1.0" and (float(again[1]), float(again[2])) != (x, h), (
+        f"the hard-coded answer to x={x}, h={h} was used: the second grading run drew the same hidden inputs"
+    )
 
 
 def test_a_reply_of_too_many_values_costs_its_part_with_a_clear_message():
