@@ -95,15 +95,7 @@ def hidden_and_all_code(assignment: str) -> tuple[list[str], str]:
     return hidden, "\n\n".join(plain)
 
 
-@pytest.mark.parametrize(
-    "assignment",
-    [
-        pytest.param(a, marks=pytest.mark.xfail(strict=True, reason="ps13's hidden tests are reworked on their own"))
-        if a.startswith("ps13")
-        else a
-        for a in ASSIGNMENTS
-    ],
-)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_no_hidden_line_fixes_a_seed(assignment):
     hidden, code = hidden_and_all_code(assignment)
     assert hidden, f"{assignment} has no hidden tests"

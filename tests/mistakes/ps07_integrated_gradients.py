@@ -69,6 +69,18 @@ MISTAKES = {
         "fails": {"test_completeness_gap"},
         "message": "the sign is flipped",
     },
+    "gap_forgets_the_baseline_value": {
+        # sum(attributions) - f(x): as if f(baseline) were 0. Part 5's shot uses this gap, and
+        # the reference completeness_gap stands in there, so the slip costs part 4 only.
+        "replace": {
+            "completeness_gap": '''def completeness_gap(attributions, f, x, baseline):
+    """sum(attributions) - (f(x) - f(baseline)), as a float (f is a model, see Tools)."""
+    return float(np.sum(attributions) - value(f, x))
+''',
+        },
+        "fails": {"test_completeness_gap"},
+        "message": "expected +0, got",
+    },
 }
 
 # Every part again, correct, in other idioms: a table of offsets, one row per alpha in a loop,

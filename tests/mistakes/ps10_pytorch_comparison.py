@@ -111,8 +111,8 @@ MISTAKES = {
 }
 
 # Every part again, correct, in other idioms: an OrderedDict and a dict subclass of gradients,
-# torch.autograd.grad instead of backward(), one generator for the worst difference, updates in
-# place under no_grad. It must score full marks.
+# torch.autograd.grad instead of backward(), one generator for the worst difference, training by
+# torch.optim.SGD (which imports sympy: ps10's rules allow it). It must score full marks.
 HONEST = {
     "course_loss_and_grads": '''from collections import OrderedDict
 
@@ -153,14 +153,14 @@ def torch_loss_and_grads(params, X, y):
     """The losses [L_0, L_1, ..., L_steps] of `steps` gradient-descent steps with PyTorch (float64)."""
     named = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True) for name, value in params.items()}
     X_t, y_t = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    optimiser = torch.optim.SGD(named.values(), lr=lr)
     losses = []
     for _ in range(steps):
+        optimiser.zero_grad()
         loss = mlp_loss(named, X_t, y_t)
         losses.append(loss.item())
-        grads = torch.autograd.grad(loss, list(named.values()))
-        with torch.no_grad():
-            for p, g in zip(named.values(), grads):
-                p.sub_(lr * g)
+        loss.backward()
+        optimiser.step()
     with torch.no_grad():
         losses.append(mlp_loss(named, X_t, y_t).item())
     return losses
