@@ -4,6 +4,10 @@
 
 Builds a throw-away course (the assignment released as `make release` does) and a class of
 synthetic hand-ins: the solution and each typical mistake of ``tests/mistakes/``, in turn.
+Each hand-in's answer cells end with a comment naming its student, so no two hand-ins are the
+same code, as in a real class: the grader's verdict memo (a part run exactly as another
+hand-in's part reuses its verdict) cannot shortcut them. ``--copies`` leaves them identical,
+to measure what the memo saves on a class of copies.
 Each class is graded from scratch with 1 and with 2 workers (``make autograde JOBS=n``), the
 sandbox on, as an instructor runs it; the script prints seconds per hand-in, hand-ins per
 second and the speed-up of 2 workers over 1. Wall-clock time, since the work is spread over
@@ -45,8 +49,17 @@ def hand_ins(course: Path, assignment: str) -> list:
     return notebooks
 
 
-def time_class(assignment: str, size: int, jobs: int) -> float:
-    """Seconds to grade a fresh class of ``size`` hand-ins with ``jobs`` workers."""
+def signed(notebook: nbformat.NotebookNode, student: str) -> nbformat.NotebookNode:
+    """``notebook`` with a comment naming ``student`` at the end of every answer cell."""
+    copy = nbformat.from_dict(notebook)
+    for cell in answer_cells(copy).values():
+        cell.source += f"\n# {student}\n"
+    return copy
+
+
+def time_class(assignment: str, size: int, jobs: int, copies: bool = False) -> float:
+    """Seconds to grade a fresh class of ``size`` hand-ins with ``jobs`` workers (each hand-in
+    its own code unless ``copies``)."""
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
         course = Path(folder) / "course"
         course.mkdir()
@@ -56,8 +69,10 @@ def time_class(assignment: str, size: int, jobs: int) -> float:
         nbgrader("generate_assignment", assignment, "--force", cwd=course)
         kinds = hand_ins(course, assignment)
         for k in range(size):
-            (course / "submissions" / f"student{k:03d}").mkdir(parents=True)
-            nbformat.write(kinds[k % len(kinds)], course / "submissions" / f"student{k:03d}" / f"{assignment}.ipynb")
+            student = f"student{k:03d}"
+            notebook = kinds[k % len(kinds)] if copies else signed(kinds[k % len(kinds)], student)
+            (course / "submissions" / student).mkdir(parents=True)
+            nbformat.write(notebook, course / "submissions" / student / f"{assignment}.ipynb")
         grader = ClassGrader(course, log=lambda *a: None)
         start = time.perf_counter()
         outcomes = grader.collect(course / "submissions")
@@ -71,13 +86,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 100])
     parser.add_argument("--assignment", default="ps01_finite_differences")
+    parser.add_argument("--copies", action="store_true", help="identical hand-ins (the verdict memo's best case)")
     args = parser.parse_args()
     os.environ.pop("DB_URL", None)  # the sqlite gradebook of the throw-away course
-    print(f"Grading {args.assignment}, sandbox on, {os.cpu_count()} cores")
+    kind = "copies of the solution and the typical mistakes" if args.copies else "every hand-in its own code"
+    print(f"Grading {args.assignment}, sandbox on, {os.cpu_count()} cores, {kind}")
     print(f"{'hand-ins':>9} {'workers':>8} {'s/hand-in':>10} {'hand-ins/s':>11} {'speed-up':>9}")
     for size in args.sizes:
-        one = time_class(args.assignment, size, 1)
-        two = time_class(args.assignment, size, 2)
+        one = time_class(args.assignment, size, 1, args.copies)
+        two = time_class(args.assignment, size, 2, args.copies)
         for jobs, seconds in ((1, one), (2, two)):
             print(f"{size:>9} {jobs:>8} {seconds / size:>10.2f} {size / seconds:>11.2f} {one / seconds:>8.2f}x")
 
