@@ -924,6 +924,37 @@ def compile_program(program, name="compiled"):
 """
 
 
+# ps13: a checkpointed gradient by differences of heights (Richardson's extrapolation of central
+# differences, on floats: no graph, so no memory either) came within the old tolerance, 1e-8,
+# and scored 6/6; backpropagation agrees with chapter 11's to about 1e-15, and parts 1 and 3
+# now ask for 1e-11.
+PS13_DIFFERENCES = """
+def _gradient(v, theta, k, dt):
+    point, gradient = [float(v), float(theta), float(k)], []
+    for i in range(3):
+        def f(h):
+            p = list(point)
+            p[i] += h
+            return hoop_height(*p, dt=dt)
+
+        h = 1e-3 * max(1.0, abs(point[i]))
+        d = [(f(h / 2**j) - f(-h / 2**j)) / (2 * h / 2**j) for j in range(3)]
+        r = [(4 * d[j + 1] - d[j]) / 3 for j in range(2)]
+        gradient.append((16 * r[1] - r[0]) / 15)
+    return gradient
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    return hoop_height(float(v), float(theta), float(k), dt), _gradient(v, theta, k, dt), checkpoints
+"""
+
+
 def test_ps13_shortcuts_past_the_work_score_nothing():
     parts = {"test_checkpointed_gradient", "test_eliminate_dead_code", "test_compile_program"}
     got = grade(PS13, PS13_SHORTCUTS, parts, 60)
@@ -935,6 +966,10 @@ def test_ps13_shortcuts_past_the_work_score_nothing():
         "test_compile_program"
     ]
     assert points == 0 and "calls __import__" in message, message
+    points, message = grade(PS13, {"checkpointed_gradient": PS13_DIFFERENCES}, {"test_checkpointed_gradient"})[
+        "test_checkpointed_gradient"
+    ]
+    assert points == 0 and "largest relative difference" in message, message
 
 
 # ps13: where a reference solution runs with the student's code, the student's code sees what it
