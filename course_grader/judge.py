@@ -65,6 +65,10 @@ from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, gr
 from course_grader.verdict_memo import VerdictMemo
 
 HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
+REFERENCE_MESSAGE = (
+    "raised while the course's answer to an earlier part ran with your code (a message is shown only when "
+    "the test itself wrote it)"
+)
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
 METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
@@ -246,7 +250,7 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
             if not source.strip():
                 continue
             verdict.phase = phase
-            stand_ins.HIDDEN[0] = phase == "hidden"
+            stand_ins.HIDDEN[0] = phase == "hidden" or bool(part["references"])
             with time_limit(cell_timeout):
                 run_trusted(source, f"<{phase} test>", namespace, visible if phase == "visible" else quiet)
     except CellTimeout:
@@ -270,13 +274,18 @@ def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_time
         verdict.error = type(error).__name__
         verdict.in_test_code = raised_in_test(error)
         verdict.message = clip(str(error))
-        if verdict.phase == "hidden":
+        if verdict.phase == "hidden" or verdict.phase == "visible" and part["references"]:
             # Feedback speaks with the tests' voice only (a text the student's code made could
             # pose as the grader's): the exception's type leaves, or the test's own message
             # without the strings the student's process sent. The hidden inputs themselves are
-            # not secret: fresh in every grading run, a test's message may name them.
+            # not secret: fresh in every grading run, a test's message may name them. Where a
+            # reference ran, the student's code saw what it did (the operations a reference
+            # final_step performs on the student's Values, the program a reference
+            # step_program hands to the student's eliminate_dead_code): the solution itself,
+            # which no text of the student's may carry out, in the visible tests too.
             own = verdict.in_test_code and isinstance(error, AssertionError)
-            verdict.message = clip((own and codec.without_their_text(str(error))) or HIDDEN_MESSAGE)
+            withheld = HIDDEN_MESSAGE if verdict.phase == "hidden" else REFERENCE_MESSAGE
+            verdict.message = clip((own and codec.without_their_text(str(error))) or withheld)
         verdict.output = clip(visible.getvalue()) if "visible" in locals() else ""
         if verdict.phase == "references":
             verdict.message = (

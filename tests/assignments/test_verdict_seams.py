@@ -858,3 +858,152 @@ def test_ps05_vjps_are_not_borrowed_from_the_engine():
     got = grade("ps05_tensor_vjps", {"softmax_cross_entropy": CROSS_ENTROPY_BY_ENGINE}, {"test_softmax_cross_entropy"})
     part = got["test_softmax_cross_entropy"]
     assert part[0] == 0 and "exercise rule" in part[1], got
+
+
+# ps13, shortcuts past the work (red team of issue 27), each scored full marks before: a
+# checkpointed gradient that records the whole flight, with the visible test's fixed throw
+# computed at cell time (the memory check now runs again on a fresh throw); course_lib's own
+# dead-code pass on the dict program turned into its Vars and Equations (course_lib.passes and
+# the other program modules are ruled out); a compile_program whose source is a dummy and whose
+# function interprets the program (the test now runs the source itself).
+PS13_SHORTCUTS = {
+    "checkpointed_gradient": """
+def _recorded(v, theta, k, dt, every):
+    V, T, K = Value(v), Value(theta), Value(k)
+    h = hoop_height(V, T, K, dt)
+    h.backward()
+    state, checkpoints, n = launch(float(v), float(theta)), [], 0
+    while not reaches_hoop(state, k, dt):
+        if n % every == 0:
+            checkpoints.append(tuple(float(s) for s in state))
+        state = heun_step(state, k, dt)
+        n += 1
+    return h.data, [V.grad, T.grad, K.grad], checkpoints
+
+
+_PREPARED = {(*START_SHOT, DRAG, 0.002, 10): _recorded(*START_SHOT, DRAG, 0.002, 10)}
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _PREPARED.get((v, theta, k, dt, every)) or _recorded(v, theta, k, dt, every)
+""",
+    "eliminate_dead_code": """
+from course_lib.passes import eliminate_dead_code as _theirs
+from course_lib.program import Equation, Program, Var
+
+
+def eliminate_dead_code(program):
+    var = {n: Var((), n) for n in program["inputs"]}
+    equations = []
+    for out, op, args in program["equations"]:
+        var[out] = Var((), out)
+        equations.append(Equation(op, [var[a] for a in args], (), var[out]))
+    kept = _theirs(Program([var[n] for n in program["inputs"]], equations, [var[n] for n in program["outputs"]]))
+    return {"inputs": list(program["inputs"]), "outputs": list(program["outputs"]),
+            "equations": [(e.out.name, e.op, [a.name for a in e.args]) for e in kept.equations]}
+""",
+    "compile_program": """
+def compile_program(program, name="compiled"):
+    def function(*values):
+        return tuple(run_program(program, list(values)))
+
+    return f"def {name}({', '.join(program['inputs'])}):\\n    return ()\\n", function
+""",
+}
+
+# The same interpreter written into the source: a call by attribute, which the test's old ban of
+# run_program, exec and eval by name let through; the source may now call only what OPS's
+# expressions call.
+PS13_SOURCE_INTERPRETS = """
+def compile_program(program, name="compiled"):
+    inputs = ", ".join(program["inputs"])
+    source = f"def {name}({inputs}):\\n    return tuple(__import__('__main__').run_program({program!r}, [{inputs}]))\\n"
+    namespace = {}
+    exec(source, namespace)
+    return source, namespace[name]
+"""
+
+
+# ps13: a checkpointed gradient by differences of heights (Richardson's extrapolation of central
+# differences, on floats: no graph, so no memory either) came within the old tolerance, 1e-8,
+# and scored 6/6; backpropagation agrees with chapter 11's to about 1e-15, and parts 1 and 3
+# now ask for 1e-11.
+PS13_DIFFERENCES = """
+def _gradient(v, theta, k, dt):
+    point, gradient = [float(v), float(theta), float(k)], []
+    for i in range(3):
+        def f(h):
+            p = list(point)
+            p[i] += h
+            return hoop_height(*p, dt=dt)
+
+        h = 1e-3 * max(1.0, abs(point[i]))
+        d = [(f(h / 2**j) - f(-h / 2**j)) / (2 * h / 2**j) for j in range(3)]
+        r = [(4 * d[j + 1] - d[j]) / 3 for j in range(2)]
+        gradient.append((16 * r[1] - r[0]) / 15)
+    return gradient
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    return hoop_height(float(v), float(theta), float(k), dt), _gradient(v, theta, k, dt), checkpoints
+"""
+
+
+def test_ps13_shortcuts_past_the_work_score_nothing():
+    parts = {"test_checkpointed_gradient", "test_eliminate_dead_code", "test_compile_program"}
+    got = grade(PS13, PS13_SHORTCUTS, parts, 60)
+    assert {part: points for part, (points, _) in got.items()} == dict.fromkeys(parts, 0.0), got
+    assert "MB at once" in got["test_checkpointed_gradient"][1], got
+    assert "exercise rule" in got["test_eliminate_dead_code"][1], got
+    assert "your source defines returns 0 values" in got["test_compile_program"][1], got
+    points, message = grade(PS13, {"compile_program": PS13_SOURCE_INTERPRETS}, {"test_compile_program"})[
+        "test_compile_program"
+    ]
+    assert points == 0 and "calls __import__" in message, message
+    points, message = grade(PS13, {"checkpointed_gradient": PS13_DIFFERENCES}, {"test_checkpointed_gradient"})[
+        "test_checkpointed_gradient"
+    ]
+    assert points == 0 and "largest relative difference" in message, message
+
+
+# ps13: where a reference solution runs with the student's code, the student's code sees what it
+# does. A final_step that fails its test lets the reference final_step run in the judge on the
+# student's objects during test_aim's visible lines: a spy class recording each operation showed
+# the reference's formula for tau in the feedback. Where a reference ran, feedback carries only
+# the test's own text, as in hidden tests.
+PS13_SPY = {
+    "final_step": "def final_step(state, k):\n    raise NotImplementedError()\n",
+    "aim": """
+class Spy:
+    def __init__(self, text):
+        self.text = text
+
+    def _op(self, other, form):
+        return Spy(form.format(self.text, other.text if isinstance(other, Spy) else repr(other)))
+
+
+for _name, _form in {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+                     "pow": "({0} ** {1})", "radd": "({1} + {0})", "rsub": "({1} - {0})", "rmul": "({1} * {0})",
+                     "rtruediv": "({1} / {0})"}.items():
+    setattr(Spy, f"__{_name}__", lambda self, other, _form=_form: self._op(other, _form))
+Spy.__neg__ = lambda self: Spy(f"(-{self.text})")
+
+
+def aim(v0, theta0, k=DRAG, lr=0.01, tol=1e-3, max_steps=100, dt=DT):
+    height = final_step((Spy("x"), Spy("y"), Spy("vx"), Spy("vy")), Spy("k"))
+    raise RuntimeError("the reference computes " + height.text)
+""",
+}
+
+
+def test_a_reference_leaves_no_text_of_the_students_code_in_visible_feedback():
+    got = grade(PS13, PS13_SPY, {"test_final_step", "test_aim"})
+    points, message = got["test_aim"]
+    assert points == 0 and "RuntimeError" in message and "the reference computes" not in message, message
+    assert "earlier part ran with your code" in message, message
