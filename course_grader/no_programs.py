@@ -158,9 +158,10 @@ def landlock_abi() -> int:
 
 
 def _trace_no_process_outside(libc: ctypes.CDLL) -> bool:
-    """Enter a Landlock domain that only forbids making block devices: from then on this process
-    (and what it forks) can trace, or write the memory of, no process outside the domain, such as
-    bubblewrap's init. False where this kernel has no Landlock."""
+    """Enter a Landlock domain that only forbids making block devices: from then on this thread
+    (and the threads and processes it starts; the runner has no other thread yet) can trace, or
+    write the memory of, no process outside the domain, such as bubblewrap's init. False where
+    this kernel has no Landlock."""
     handled = ctypes.c_uint64(LANDLOCK_ACCESS_FS_MAKE_BLOCK)  # struct landlock_ruleset_attr, ABI 1
     ruleset = libc.syscall(ctypes.c_long(LANDLOCK_CREATE_RULESET), ctypes.byref(handled), ctypes.c_size_t(8), 0)
     if ruleset < 0:
