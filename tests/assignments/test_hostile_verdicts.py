@@ -719,15 +719,15 @@ def test_ps13_memory_is_measured_outside_the_students_process():
 
 # A forged "ready" event, written straight to the judge's pipe from a cell, named a set of
 # 150,000 big ints that all share one hash: the judge decoded it after the cells' time limit
-# (quadratic, minutes of its CPU for a part whose cells may take seconds). Decoded within it,
-# the part ends with the forging cell named.
+# (quadratic: minutes of its CPU, then "the judge did not finish", and the hand-in went to a
+# human). Decoded within the limit, the part ends with the forging cell named (a hand-in whose
+# write failed would be told forward_difference is not defined instead).
 FORGED_READY = """
-import json, os, sys, time
+import os, sys
 
-_same_hash = [{"$big": str(7 + k * (2**61 - 1))} for k in range(1, 150_000)]
-_event = {"event": "ready", "names": {"forward_difference": {"$s": _same_hash}}}
-os.write(int(sys.argv[2]), (json.dumps(_event) + "\\n").encode())
-time.sleep(600)
+_same_hash = ",".join(f'{{"$big":"{7 + k * (2**61 - 1)}"}}' for k in range(1, 150_000))
+_event = '{"event":"ready","names":{"forward_difference":{"$s":[' + _same_hash + ']}}}\\n'
+os.write(int(sys.argv[2]), _event.encode())
 """
 
 
