@@ -161,9 +161,12 @@ def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: flo
                     )
                     return verdict
                 elif kind == READY:
-                    names = event.get("names")
-                    if type(names) is not dict:
+                    bound = event.get("names")
+                    if type(bound) is not dict:
                         raise ProtocolError("the names of the student's cells are not a dict")
+                    # Decoded within the time limit: a forged event's set of a million ints
+                    # that share one hash would keep the judge busy for hours.
+                    names = {str(name): stand_ins.CHANNEL.codec.decode(data) for name, data in bound.items()}
                 else:
                     raise ProtocolError(f"an unknown event {kind!r}")
         return _test(part, names, verdict, scratch, cell_timeout)
@@ -204,11 +207,10 @@ def _cell_note(event: dict, verdict: Verdict, tests: set[str]) -> None:
         )
 
 
-def _test(part: PartJob, names: dict, verdict: Verdict, scratch: Path, cell_timeout: float) -> Verdict:
+def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path, cell_timeout: float) -> Verdict:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     quiet = io.StringIO()
     os.chdir(scratch)
-    theirs = {str(name): stand_ins.CHANNEL.codec.decode(data) for name, data in names.items()}
     answers = {k: v for k, v in theirs.items() if k in ANSWER_NAMES and not hasattr(builtins, k)}
     namespace.update(answers)  # set-up cells that run after an answer may use it
     for cell in part["setup"]:

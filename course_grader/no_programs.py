@@ -8,6 +8,12 @@ cannot hand its work to ``tsort``, ``perl``, a C compiler or another Python (``p
 by whatever route (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``ctypes``, a ``#!``
 script). Forking stays allowed, so ``multiprocessing`` with the fork start method works.
 
+One process in the sandbox started before the filter: bubblewrap's own init (pid 1, the
+runner's parent), same user, no filter. A hand-in could attach to it with ``ptrace`` (or write
+its memory through ``/proc/1/mem``) and make it start a program. Where the kernel has Landlock
+(Linux 5.13 on, enabled), the runner also enters a Landlock domain, which the kernel lets
+trace or write the memory of no process outside it; without Landlock that door stays open.
+
 bubblewrap's own ``--seccomp`` would not do: it loads the filter just before it starts the
 runner with ``execvp``, which the filter would refuse.
 
@@ -62,6 +68,9 @@ REFUSE = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO: the call fails with EPER
 PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1  # every thread of the process, not only the calling one
+LANDLOCK_CREATE_RULESET, LANDLOCK_RESTRICT_SELF = 444, 446  # the same numbers on both machines
+LANDLOCK_ACCESS_FS_MAKE_BLOCK = 1 << 11  # a right the runner never uses: a domain needs one
+LANDLOCK_CREATE_RULESET_VERSION = 1
 
 
 def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes:
@@ -139,6 +148,28 @@ def forbid_programs() -> None:
         why = _reason() if failed == -1 else f"thread {failed} could not take it"
         raise ProgramsNotForbidden(f"the kernel refused the seccomp filter: {why}")
     sys.addaudithook(_word_the_refusal)
+    _trace_no_process_outside(libc)
+
+
+def landlock_abi() -> int:
+    """The version of this kernel's Landlock, 0 if it has none (or it is disabled)."""
+    call = ctypes.c_long(LANDLOCK_CREATE_RULESET)
+    return max(0, ctypes.CDLL(None).syscall(call, None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION))
+
+
+def _trace_no_process_outside(libc: ctypes.CDLL) -> bool:
+    """Enter a Landlock domain that only forbids making block devices: from then on this thread
+    (and the threads and processes it starts; the runner has no other thread yet) can trace, or
+    write the memory of, no process outside the domain, such as bubblewrap's init. False where
+    this kernel has no Landlock."""
+    handled = ctypes.c_uint64(LANDLOCK_ACCESS_FS_MAKE_BLOCK)  # struct landlock_ruleset_attr, ABI 1
+    ruleset = libc.syscall(ctypes.c_long(LANDLOCK_CREATE_RULESET), ctypes.byref(handled), ctypes.c_size_t(8), 0)
+    if ruleset < 0:
+        return False
+    try:
+        return libc.syscall(ctypes.c_long(LANDLOCK_RESTRICT_SELF), ruleset, 0) == 0
+    finally:
+        os.close(ruleset)
 
 
 def _reason() -> str:

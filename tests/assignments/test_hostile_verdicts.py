@@ -717,6 +717,31 @@ def test_ps13_memory_is_measured_outside_the_students_process():
     assert "MB at once" in result.message, result.message
 
 
+# A forged "ready" event, written straight to the judge's pipe from a cell, named a set of
+# 150,000 big ints that all share one hash: the judge decoded it after the cells' time limit
+# (quadratic: minutes of its CPU, then "the judge did not finish", and the hand-in went to a
+# human). Decoded within the limit, the part ends with the forging cell named (a hand-in whose
+# write failed would be told forward_difference is not defined instead).
+FORGED_READY = """
+import os, sys
+
+_same_hash = ",".join(f'{{"$big":"{7 + k * (2**61 - 1)}"}}' for k in range(1, 150_000))
+_event = '{"event":"ready","names":{"forward_difference":{"$s":[' + _same_hash + ']}}}\\n'
+os.write(int(sys.argv[2]), _event.encode())
+"""
+
+
+def test_a_forged_ready_event_is_decoded_within_the_cells_time_limit():
+    name = f"{PS01}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / PS01 / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / PS01 / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS01))
+    hand_in = fill_in(release, source, {"forward_difference": FORGED_READY})
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS01, sandbox, 1, name, {"test_forward_difference"})
+    assert result.points == 0
+    assert "your cell 'forward_difference'" in result.message, result.message
+
+
 # ps06 (5): train packed a closed-form linear discriminant into the MLP's weights and scored 3/3
 # with no training at all (in Jupyter too). The test now trains once with cross_entropy rebound
 # to a loss whose targets are the next class; a network train_step did not train ignores it.

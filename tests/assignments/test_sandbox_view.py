@@ -19,7 +19,7 @@ from nbgrader_helpers import answer_cells
 from paths import ROOT
 from test_verdict_seams import PS01, grade
 
-from course_grader.no_programs import MUST_FORBID
+from course_grader.no_programs import MUST_FORBID, landlock_abi
 from course_grader.rules import course_lib_without, private_folder, read_rules
 from course_grader.sandbox import (
     INSIDE_GRADER,
@@ -241,3 +241,30 @@ def test_a_hand_in_cannot_start_a_program_by_any_route():
     assert got.keys() == {f"test_{name}" for name in ROUTE_OF} and all(p == 0 for p, _ in got.values()), got
     for name in ("forward_difference", "central_difference", "best_step"):  # the audit hook's words
         assert "PermissionError" in got[f"test_{name}"][1] and "not allowed while grading" in got[f"test_{name}"][1]
+
+
+# bubblewrap's init (pid 1, the runner's parent) carries no filter: a hand-in that attached to it
+# with ptrace, or wrote its memory through /proc/1/mem, could make it start any program. The
+# runner's Landlock domain lets it trace or write no process outside it.
+ALONE = """
+import ctypes, os
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def forward_difference(f, x, h):
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()):
+        assert _libc.ptrace(16, pid, 0, 0) == -1, f"attached to process {pid} with ptrace"
+        try:
+            open(f"/proc/{pid}/mem", "r+b").close()
+        except PermissionError:
+            continue
+        raise AssertionError(f"opened the memory of process {pid} for writing")
+    return (f(x + h) - f(x)) / h
+"""
+
+
+@pytest.mark.skipif(not landlock_abi(), reason="this kernel has no Landlock to keep the runner from other processes")
+def test_a_hand_in_can_take_over_no_process_of_the_sandbox():
+    got = grade(PS01, {"forward_difference": ALONE}, {"test_forward_difference"})
+    assert got["test_forward_difference"][0] > 0, got
