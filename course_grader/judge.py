@@ -368,7 +368,7 @@ def calls_to(name: str):
 def rebound(namespace: dict[str, Any], name: str, to: str):
     """While it lasts, the notebook's function ``name`` is the set-up cells' function ``to`` for
     the student's code (its global, rebound where it runs) and for a reference running here, in
-    the test's ``namespace`` (ps06 trains once on a loss the test chooses). The notebook's own
+    the test's ``namespace`` (ps08 trains once on a loss the test chooses). The notebook's own
     ``rebound`` rebinds the name in Jupyter."""
     there, here = _on_their_side(to), namespace[name]
     stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to})

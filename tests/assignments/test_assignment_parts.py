@@ -1,4 +1,4 @@
-"""What the assignments of the later parts (ps08-ps11) promise beyond the nbgrader pipeline.
+"""What the assignments ps05, ps06, ps10 and ps11 promise beyond the nbgrader pipeline.
 
 ``test_assignments.py`` grades every assignment end to end. Here: every assignment is on the
 course map; ps10, which compares with PyTorch, stops at its Tools cell with one sentence saying
@@ -29,6 +29,19 @@ def test_every_assignment_is_on_the_course_map(assignment):
     number = assignment.split("_")[0]
     map_rows = [line for line in (ROOT / "book" / "index.md").read_text().splitlines() if line.startswith("|")]
     assert any(f"| {number} " in row for row in map_rows), f"book/index.md's course map does not list {number}"
+
+
+def test_assignments_are_numbered_in_the_order_students_meet_them():
+    """The course map lists chapters in reading order with each chapter's assignment: the
+    numbers must rise down the map (the capstone, after the last chapter, comes last), and the
+    book's table of contents lists the assignments in the same order."""
+    text = (ROOT / "book" / "index.md").read_text()
+    on_the_map = [int(n) for n in re.findall(r"\| ps(\d\d) ", text)]
+    assert on_the_map == list(range(1, len(ASSIGNMENTS) + 1)), (
+        f"book/index.md meets the assignments in the order {on_the_map}: number them in chapter order"
+    )
+    in_the_toc = re.findall(r"file: exercises/(ps\d\d)_", (ROOT / "_toc.yml").read_text())
+    assert in_the_toc == [name.split("_")[0] for name in ASSIGNMENTS], in_the_toc
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ Every hand-in is honest except where it attacks, so a fair human grader's score 
 points minus the parts the attack stands in for". An attack that gains even one point fails
 its test. The whole class (ps01, with ps03, ps04 and ps11 where an attack needs their helpers)
 is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tests make many
-round trips to the student's process, with 20 s per test instead of 5). ps13's and ps06's
+round trips to the student's process, with 20 s per test instead of 5). ps13's and ps08's
 attacks are graded on their own, one part only (a whole ps13 hand-in takes half a minute).
 
 Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
@@ -742,11 +742,11 @@ def test_a_forged_ready_event_is_decoded_within_the_cells_time_limit():
     assert "your cell 'forward_difference'" in result.message, result.message
 
 
-# ps06 (5): train packed a closed-form linear discriminant into the MLP's weights and scored 3/3
+# ps08 (5): train packed a closed-form linear discriminant into the MLP's weights and scored 3/3
 # with no training at all (in Jupyter too). The test now trains once with cross_entropy rebound
 # to a loss whose targets are the next class; a network train_step did not train ignores it.
-PS06 = "ps06_training_mlp"
-PS06_CLOSED_FORM = """
+PS08 = "ps08_training_mlp"
+PS08_CLOSED_FORM = """
 def train(seed):
     X_std, _ = standardise(X_train_raw, X_test_raw)
     model = MLP([4, 16, 3], rng=seed)
@@ -764,13 +764,13 @@ def train(seed):
 """
 
 
-def test_ps06_a_closed_form_network_is_not_training():
-    name = f"{PS06}.ipynb"
-    source = nbformat.read(ROOT / "solutions" / PS06 / name, as_version=4)
-    release = nbformat.read(ROOT / "exercises" / PS06 / name, as_version=4)
-    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS06))
-    hand_in = fill_in(release, source, {"train": PS06_CLOSED_FORM})
-    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS06, sandbox, 30, name, {"test_train"})
+def test_ps08_a_closed_form_network_is_not_training():
+    name = f"{PS08}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / PS08 / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / PS08 / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS08))
+    hand_in = fill_in(release, source, {"train": PS08_CLOSED_FORM})
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS08, sandbox, 30, name, {"test_train"})
     assert result.points == 0, "a closed-form network in the MLP's weights must not pass the training part"
     assert "predicts that class for 0 of 30" in result.message, result.message
 

@@ -223,13 +223,13 @@ def standardise(X_train, X_test):
 
 
 def test_a_check_that_inputs_are_left_alone_sees_what_the_students_code_did():
-    """ps06's standardise working in place returns the right arrays but changes its inputs,
+    """ps08's standardise working in place returns the right arrays but changes its inputs,
     which the test checks: 0/2, as when the notebook runs in Jupyter."""
-    got = grade("ps06_training_mlp", {"standardise": STANDARDISE_IN_PLACE}, {"test_standardise"})
+    got = grade("ps08_training_mlp", {"standardise": STANDARDISE_IN_PLACE}, {"test_standardise"})
     assert got["test_standardise"][0] == 0 and "modified its inputs" in got["test_standardise"][1], got
 
 
-# ps06: no training at all; the "model" looks the test flowers up among the public held-out
+# ps08: no training at all; the "model" looks the test flowers up among the public held-out
 # labels, and its parameters are an untrained network's.
 HELD_OUT_LOOKUP = """
 class Lookup:
@@ -256,7 +256,7 @@ def train(seed):
 
 
 def test_a_lookup_of_the_held_out_labels_is_not_training():
-    got = grade("ps06_training_mlp", {"train": HELD_OUT_LOOKUP}, {"test_train"})
+    got = grade("ps08_training_mlp", {"train": HELD_OUT_LOOKUP}, {"test_train"})
     assert got["test_train"][0] == 0, got
 
 
@@ -632,7 +632,7 @@ def test_ps11_forward_mode_by_a_reverse_sweep_and_ratios_by_name_score_nothing()
     assert got["test_cost_ratio"][0] == 0, got
 
 
-# ps09: each Jacobian part answered with the other part's method (one answer, twice the points).
+# ps06: each Jacobian part answered with the other part's method (one answer, twice the points).
 SWAPPED_JACOBIANS = {
     "jacobian_by_jvps": """
 def jacobian_by_jvps(f, x):
@@ -646,14 +646,14 @@ def jacobian_by_vjps(f, x):
 }
 
 
-def test_ps09_each_jacobian_made_by_the_other_method_scores_nothing():
+def test_ps06_each_jacobian_made_by_the_other_method_scores_nothing():
     parts = {"test_jacobian_by_vjps", "test_jacobian_by_jvps"}
-    got = grade("ps09_custom_rules_jacobians", SWAPPED_JACOBIANS, parts)
+    got = grade("ps06_custom_rules_jacobians", SWAPPED_JACOBIANS, parts)
     assert got["test_jacobian_by_jvps"][0] == 0 and "one JVP per column" in got["test_jacobian_by_jvps"][1], got
     assert got["test_jacobian_by_vjps"][0] == 0 and "with JVPs" in got["test_jacobian_by_vjps"][1], got
 
 
-# Shortcuts through another path than the ruled-out names (issue 27, ps01-ps05): each scored full
+# Shortcuts through another path than the ruled-out names (issue 27, ps01-ps04 and ps07): each scored full
 # marks for work it did not do. ps02: a MyDual made of course_lib.forward's rules (_add, _mul),
 # and a tangent sweep made of the explicit graph's reverse sweep, run once per node.
 DUAL_FROM_COURSE_LIB = """
@@ -838,7 +838,7 @@ def test_ps04_orders_and_sweeps_are_not_borrowed():
         assert got[part][0] == 0 and "exercise rule" in got[part][1], got
 
 
-# ps05: the loss's gradient from the Tensor engine's sweep (course_lib.tensor.backprop.backward,
+# ps07: the loss's gradient from the Tensor engine's sweep (course_lib.tensor.backprop.backward,
 # which is not the ruled-out Tensor.backward method) and its stable log_softmax.
 CROSS_ENTROPY_BY_ENGINE = """
 from course_lib.tensor import Tensor
@@ -853,9 +853,9 @@ def softmax_cross_entropy(logits, labels):
 """
 
 
-def test_ps05_vjps_are_not_borrowed_from_the_engine():
+def test_ps07_vjps_are_not_borrowed_from_the_engine():
     """Fair: 0/3."""
-    got = grade("ps05_tensor_vjps", {"softmax_cross_entropy": CROSS_ENTROPY_BY_ENGINE}, {"test_softmax_cross_entropy"})
+    got = grade("ps07_tensor_vjps", {"softmax_cross_entropy": CROSS_ENTROPY_BY_ENGINE}, {"test_softmax_cross_entropy"})
     part = got["test_softmax_cross_entropy"]
     assert part[0] == 0 and "exercise rule" in part[1], got
 

@@ -31,7 +31,7 @@ def numbers(text: str) -> list[tuple[float, float]]:
         if written[0] in "+-":
             if before.isalnum() or before in ")_":  # a hyphen or an operator, not a sign
                 written = written[1:]
-        elif before.isalnum() or before in "._":  # part of a name such as x1, ps05, v_2
+        elif before.isalnum() or before in "._":  # part of a name such as x1, ps07, v_2
             continue
         mantissa, exponent = re.match(r"([^eE]+)(?:[eE](.+))?$", written).groups()
         digits = mantissa.replace(",", "").lstrip("+-")

@@ -212,7 +212,7 @@ def test_chapters_have_figures(path):
 
 def test_chapter_9_links_the_assignment(ch09):
     text = markdown(ch09)
-    assert "[Assignment ps05](../exercises/ps05_tensor_vjps/ps05_tensor_vjps.ipynb)" in text
+    assert "[Assignment ps07](../exercises/ps07_tensor_vjps/ps07_tensor_vjps.ipynb)" in text
 
 
 # ---- the teaching versions agree with course_lib ------------------------------------------

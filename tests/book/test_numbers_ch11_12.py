@@ -39,7 +39,7 @@ from course_lib.tensor import Tensor, no_grad
 CH11 = ROOT / "book" / "11_differentiable_physics.ipynb"  # part 1: the formula, the simulation, its cost
 CH11B = ROOT / "book" / "11b_steering_through_a_simulation.ipynb"  # part 2: steering the throw
 CH12 = ROOT / "book" / "12_integrated_gradients.ipynb"
-PS07_LINK = "../exercises/ps07_integrated_gradients/ps07_integrated_gradients.ipynb"
+PS09_LINK = "../exercises/ps09_integrated_gradients/ps09_integrated_gradients.ipynb"
 PS13_LINK = "../exercises/ps13_capstone/ps13_capstone.ipynb"
 
 
@@ -493,7 +493,7 @@ def test_ch11_parts_link_each_other_and_the_capstone():
     for text in (part1, part2):
         assert f"[assignment ps13]({PS13_LINK})" in text
     closing = section(part2, "Assignments and what comes next")
-    assert f"[Assignment ps07]({PS07_LINK})" in closing and "chapter 10's and this chapter's results" in closing
+    assert f"[Assignment ps09]({PS09_LINK})" in closing and "chapter 10's and this chapter's results" in closing
     toc = (ROOT / "_toc.yml").read_text()
     assert "- file: book/11_differentiable_physics\n      - file: book/11b_steering" in toc  # part 2 right after
 
@@ -696,10 +696,10 @@ def test_ch12_teaching_version_matches_the_engine(iris, hit):
 
 
 def test_chapters_link_the_assignment_and_cite_their_sources():
-    assert (ROOT / "exercises" / "ps07_integrated_gradients" / "ps07_integrated_gradients.ipynb").exists()
+    assert (ROOT / "exercises" / "ps09_integrated_gradients" / "ps09_integrated_gradients.ipynb").exists()
     for path in (CH11B, CH12):
         text = markdown(path)
-        assert f"[Assignment ps07]({PS07_LINK})" in text
+        assert f"[Assignment ps09]({PS09_LINK})" in text
         assert "## Check yourself" in text and len(exercises(path)) >= 3
         assert sorted(e.label for e in exercises(path)) == sorted(s.label for s in solutions(path))
     text12 = markdown(CH12)

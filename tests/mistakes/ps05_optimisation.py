@@ -1,4 +1,4 @@
-"""Typical mistakes in ps08 (optimisation), for ``tests/assignments/test_assignments.py``.
+"""Typical mistakes in ps05 (optimisation), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
 test cells must then score zero and what their failing assert must tell the student. Parts 2 to 4

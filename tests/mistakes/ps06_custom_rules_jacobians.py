@@ -1,4 +1,4 @@
-"""Typical mistakes in ps09 (custom rules and Jacobians), for ``tests/assignments/test_assignments.py``.
+"""Typical mistakes in ps06 (custom rules and Jacobians), for ``tests/assignments/test_assignments.py``.
 
 Each entry swaps the named answer cells of the solution for a mistaken version and says which
 test cells must then score zero and what their failing assert must tell the student. The test of
