@@ -21,7 +21,9 @@ hands the student's code to work with it may swap (:func:`rebound`: a loss of it
 
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
-objects: the student's process is asked to use them but never receives their code.
+objects: the student's process is asked to use them but never receives their code. A class a
+reference makes in place of the student's gets the student's own methods it lacks
+(:mod:`course_grader.their_methods`), as their class had them in Jupyter.
 
 Run as ``python -m course_grader.judge`` by :func:`course_grader.handin.grade_hand_in`: the
 job arrives on stdin, the results leave on stdout (JSON).
@@ -62,6 +64,7 @@ from course_grader.protocol import (
 from course_grader.rules import Rules
 from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
+from course_grader.their_methods import lend_their_methods
 from course_grader.verdict_memo import VerdictMemo
 
 HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
@@ -240,12 +243,14 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
     try:
         with time_limit(cell_timeout):
             verdict.phase = "references"
+            theirs_before = dict(namespace)
             for cell in part["references"]:
                 before = dict(namespace)
                 run_trusted(cell["source"], f"<reference {cell['name']}>", namespace, quiet)
                 for name, value in namespace.items():
                     if before.get(name, _MISSING) is not value and not name.startswith("__"):
                         stand_ins.CHANNEL.request("setglobal", name=name, value=grant(value))
+            lend_their_methods(namespace, theirs_before)  # their later cells' methods, as in Jupyter
         visible = io.StringIO()
         for phase in ("visible", "hidden"):
             source = part[phase]

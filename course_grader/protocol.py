@@ -38,8 +38,8 @@ import numpy as np
 # allowed): setup (what the set-up cells bound to a name), setglobal (bind a notebook name: the
 # judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
 # judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
-# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance; settle (collect the
-# garbage and free what the allocator holds, before the judge measures a call's memory).
+# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance, methods (a class's
+# functions); settle (free the garbage and the allocator's memory before a measured call).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")

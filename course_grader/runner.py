@@ -285,7 +285,25 @@ def serve(message: dict) -> Any:
         return convert(target, str(message.get("to")))
     if op == "isinstance":
         return isinstance(decode(message.get("item")), target)
+    if op == "methods":
+        return class_methods(target)
     raise ValueError(f"unknown request {op!r}")
+
+
+def class_methods(cls: Any) -> list:
+    """The functions, class and static methods a class of the notebook's has (its own and its
+    bases', but Python's): [name as code points, kind, function], kind 0, 1 or 2. The judge
+    lends them to a reference class that stands in for this one (course_grader.their_methods)."""
+    found: dict[str, list] = {}
+    for klass in reversed(cls.__mro__) if isinstance(cls, type) else ():
+        if klass.__module__ == "builtins":
+            continue
+        for name, value in vars(klass).items():
+            if type(value) is types.FunctionType:
+                found[name] = [[ord(c) for c in name], 0, value]
+            elif type(value) in (classmethod, staticmethod):
+                found[name] = [[ord(c) for c in name], 1 if type(value) is classmethod else 2, value.__func__]
+    return list(found.values())
 
 
 def _release_free_memory() -> None:

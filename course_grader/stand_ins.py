@@ -203,6 +203,27 @@ class RemoteMethod:
         return f"<method {self.name} of {self.owner!r}>"
 
 
+class TheirMethod:
+    """One of the student's own methods (a function on their class, put there by any of their
+    cells) on the reference class that stands in for theirs (:mod:`course_grader.their_methods`):
+    calling it calls their function in their process, with the arguments read-only there, as
+    their code would call it in Jupyter. Bound as a method, a class method or a static method
+    (``kind``), like the student's; never a data descriptor, so an instance's own attributes win."""
+
+    __slots__ = ("function", "kind")
+
+    def __init__(self, function: Remote, kind: str):
+        self.function, self.kind = function, kind
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if self.kind == "class":
+            return types.MethodType(self, objtype if objtype is not None else type(obj))
+        return self if obj is None or self.kind == "static" else types.MethodType(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return CHANNEL.request("call", target=send(self.function), args=send(list(args)), kwargs=send(kwargs))
+
+
 def _operates_there(remote: Remote) -> bool:
     """Whether an operator on ``remote`` runs in the student's process: for objects of the
     notebook's own classes (a dual number, a Value), and for anything while the student's
@@ -396,9 +417,12 @@ def _serve(message: dict) -> Any:
 
 def _from_reference(target: Any) -> bool:
     """Whether ``target`` is code of a reference solution standing in for an earlier part (a
-    method of the reference ``MLP``, or one of its instances, called): the student's later code
-    uses it as it would use its own."""
+    method of the reference ``MLP``, or one of its instances, called), or one of the student's
+    own methods lent to a reference class (:class:`TheirMethod`): the student's later code uses
+    it as it would use its own."""
     function = getattr(target, "__func__", target)
+    if type(function) is TheirMethod:
+        return True
     if not isinstance(function, types.FunctionType):
         function = vars(type(target)).get("__call__")
     code = getattr(function, "__code__", None)
