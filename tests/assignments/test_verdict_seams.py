@@ -1007,3 +1007,150 @@ def test_a_reference_leaves_no_text_of_the_students_code_in_visible_feedback():
     points, message = got["test_aim"]
     assert points == 0 and "RuntimeError" in message and "the reference computes" not in message, message
     assert "earlier part ran with your code" in message, message
+
+
+# ps02 (one slip costs once): when dual_arithmetic fails, the reference MyDual stands in for the
+# student's in the later parts and gets the methods of the student's own it lacks, as their class
+# had them in Jupyter (tests/mistakes: rsub_backwards_with_own_methods). Rigged comparisons put
+# on MyDual gain nothing: sin of a plain number and the derivative of a constant come back as a
+# MyDual, equal to the expected number only by the student's __eq__. Fair: 0/3, 0/2, 0/2.
+PS02 = "ps02_forward_mode"
+RIGGED_COMPARISONS = """
+MyDual.__eq__ = lambda self, other: True
+MyDual.__ne__ = lambda self, other: False
+MyDual.__hash__ = lambda self: 0
+MyDual.__bool__ = lambda self: True
+MyDual.__getattr__ = lambda self, name: 0.0
+MyDual.sin = lambda self: MyDual(math.sin(self.primal), math.cos(self.primal) * self.tangent)
+MyDual.cos = lambda self: MyDual(math.cos(self.primal), -math.sin(self.primal) * self.tangent)
+MyDual.exp = lambda self: MyDual(math.exp(self.primal), math.exp(self.primal) * self.tangent)
+MyDual.log = lambda self: MyDual(math.log(self.primal), self.tangent / self.primal)
+
+
+def sin(x):
+    return as_dual(x).sin()
+
+
+def cos(x):
+    return as_dual(x).cos()
+
+
+def exp(x):
+    return as_dual(x).exp()
+
+
+def log(x):
+    return as_dual(x).log()
+"""
+CONSTANT_AS_DUAL = """
+def derivative(f, x):
+    out = f(MyDual(x, 1.0))
+    return out.tangent if isinstance(out, MyDual) else as_dual(0.0)
+
+
+def gradient(f, point):
+    return [derivative(lambda t, i=i: f(*point[:i], t, *point[i + 1:]), point[i]) for i in range(len(point))]
+"""
+
+
+def test_ps02_rigged_comparisons_on_the_students_class_are_not_lent_to_the_reference():
+    slip = load_mistakes(PS02)["rsub_backwards_with_own_methods"]["replace"]["dual_arithmetic"]
+    answers = {
+        "dual_arithmetic": slip,
+        "elementary_functions": RIGGED_COMPARISONS,
+        "derivative_gradient": CONSTANT_AS_DUAL,
+    }
+    got = grade(PS02, answers, {"test_dual_arithmetic", "test_elementary_functions", "test_derivative_gradient"})
+    assert [points for points, _ in got.values()] == [0, 0, 0], got
+    assert "plain numbers must still work" in got["test_elementary_functions"][1], got
+    assert "ignores x (returns a number) has derivative 0" in got["test_derivative_gradient"][1], got
+
+
+class _Channel:
+    """Stands in for the runner: answers "methods" with ``listed``, records every request."""
+
+    def __init__(self, listed: object):
+        from course_grader.stand_ins import JudgeCodec
+
+        self.codec, self.listed, self.requests = JudgeCodec(), listed, []
+
+    def request(self, op: str, **fields: object) -> object:
+        self.requests.append((op, fields))
+        return self.listed if op == "methods" else "their result"
+
+
+def _listing(*methods: tuple[str, int, object]) -> list:
+    return [[[ord(c) for c in name], kind, function] for name, kind, function in methods]
+
+
+def _reference_class() -> type:
+    """A class as a reference cell makes it (in the judge's ``__main__``)."""
+
+    class MyDual:
+        def __init__(self, primal: float) -> None:
+            self.primal = primal
+
+        def __mul__(self, other: object) -> str:
+            return "the reference's product"
+
+    MyDual.__module__ = "__main__"
+    return MyDual
+
+
+# Names Python or NumPy consult on an object without the test naming them: comparison, hashing,
+# truth, conversion, attribute access, construction, containers, in-place operators, copying.
+NEVER_LENT = (
+    "__eq__ __ne__ __lt__ __hash__ __bool__ __float__ __index__ __int__ __len__ __iter__ __contains__ "
+    "__getitem__ __getattr__ __getattribute__ __setattr__ __delattr__ __init__ __new__ __class__ __call__ "
+    "__repr__ __format__ __iadd__ __imul__ __del__ __reduce__ __reduce_ex__ __copy__ __deepcopy__ "
+    "__array__ __array_ufunc__ __array_function__ __get__ __set__ __set_name__ __init_subclass__ __mul__"
+).split()
+
+
+def test_a_reference_class_gets_only_the_students_own_methods_and_operators_it_lacks(monkeypatch):
+    """The judge's side of lending, against a runner that lists anything (a student can replace
+    the runner's lister): rigged special names, names the reference has, things that are not
+    the student's functions and malformed replies are never lent."""
+    from course_grader import stand_ins
+    from course_grader.stand_ins import Remote, TheirMethod
+    from course_grader.their_methods import lend_their_methods
+
+    theirs = {name: Remote(k + 1) for k, name in enumerate(["reciprocal", "variable", "constant", "__rpow__", "_pair"])}
+    rigged = Remote(100)
+    listed = _listing(
+        ("reciprocal", 0, theirs["reciprocal"]),
+        ("variable", 1, theirs["variable"]),
+        ("constant", 2, theirs["constant"]),
+        ("__rpow__", 0, theirs["__rpow__"]),
+        ("_pair", 0, theirs["_pair"]),
+        ("primal", 0, rigged),  # lent, but an instance's own primal wins
+        ("forged", 0, 3.0),  # not a function of theirs: plain data
+        ("judges", 0, print),  # nor one of the judge's objects
+        *((name, 0, rigged) for name in NEVER_LENT),
+    )
+    channel = _Channel(listed)
+    monkeypatch.setattr(stand_ins, "CHANNEL", channel, raising=False)
+    reference, setup_class = _reference_class(), _reference_class()
+    lend_their_methods(
+        {"MyDual": reference, "Node": setup_class, "Value": int},
+        {"MyDual": Remote(200), "Node": Remote(201), "Value": Remote(202), "Graph": setup_class},
+    )
+    assert len(channel.requests) == 1, "only a class made by the references gets the student's methods"
+    lent = {name for name, value in vars(reference).items() if type(value) is TheirMethod}
+    assert lent == {*theirs, "primal"}, lent
+    assert not any(type(v) is TheirMethod for v in vars(setup_class).values())
+
+    x = reference(2.0)
+    assert x.primal == 2.0 and x * x == "the reference's product"
+    assert x.reciprocal() == reference.variable(5) == reference.constant(6) == "their result"
+    (_, method), (_, classmethod_), (_, staticmethod_) = channel.requests[1:]
+    codec = channel.codec
+    assert codec.decode(method["args"]) == [x], "a method gets the instance"
+    assert codec.decode(classmethod_["args"]) == [reference, 5] and codec.decode(staticmethod_["args"]) == [6]
+    # read-only handles: what a lent method is given never becomes callable by the student's code
+    assert not codec.callable, codec.callable
+
+    for reply in ("not a list", [["sin", 0, rigged]], _listing(("sin", 7, rigged)), [[[0x110000], 0, rigged]]):
+        channel.listed = reply
+        with pytest.raises(ProtocolError):
+            lend_their_methods({"MyDual": _reference_class()}, {"MyDual": Remote(200)})

@@ -186,6 +186,127 @@ def log(x):
         "fails": {"test_tangent_sweep"},
         "message": "topological order",
     },
+    "rsub_backwards_with_own_methods": {
+        # 10 - x computed as x - 10; the later parts are right but put methods of their own on
+        # MyDual (a reciprocal helper, sin/cos/exp/log as methods, a class and a static method),
+        # which the reference MyDual standing in for this one must keep: one slip costs 3 points.
+        "replace": {
+            "dual_arithmetic": '''class MyDual:
+    """A dual number primal + tangent·ε, with ε² = 0."""
+
+    def __init__(self, primal: float, tangent: float = 0.0) -> None:
+        self.primal = primal
+        self.tangent = tangent
+
+    def __repr__(self) -> str:
+        return f"MyDual({self.primal!r}, {self.tangent!r})"
+
+    def __add__(self, other) -> "MyDual":
+        other = as_dual(other)
+        return MyDual(self.primal + other.primal, self.tangent + other.tangent)
+
+    def __radd__(self, other) -> "MyDual":
+        return self + other
+
+    def __sub__(self, other) -> "MyDual":
+        other = as_dual(other)
+        return MyDual(self.primal - other.primal, self.tangent - other.tangent)
+
+    def __rsub__(self, other) -> "MyDual":
+        return self - other
+
+    def __neg__(self) -> "MyDual":
+        return MyDual(-self.primal, -self.tangent)
+
+    def __mul__(self, other) -> "MyDual":
+        other = as_dual(other)
+        return MyDual(self.primal * other.primal,
+                      self.tangent * other.primal + self.primal * other.tangent)
+
+    def __rmul__(self, other) -> "MyDual":
+        return self * other
+
+
+def as_dual(x) -> MyDual:
+    return x if isinstance(x, MyDual) else MyDual(x, 0.0)
+''',
+            "dual_division_power": '''def reciprocal(self):
+    """1 / self: d/dx 1/u = -u'/u²."""
+    return MyDual(1.0 / self.primal, -self.tangent / self.primal**2)
+
+
+def dual_truediv(self, other):
+    return self * as_dual(other).reciprocal()
+
+
+def dual_rtruediv(self, other):
+    return self.reciprocal() * other
+
+
+def dual_pow(self, n):
+    return MyDual(self.primal**n, n * self.primal ** (n - 1) * self.tangent)
+
+
+MyDual.reciprocal = reciprocal
+MyDual.__truediv__ = dual_truediv
+MyDual.__rtruediv__ = dual_rtruediv
+MyDual.__pow__ = dual_pow
+''',
+            "elementary_functions": """def _dual_sin(self):
+    return MyDual(math.sin(self.primal), math.cos(self.primal) * self.tangent)
+
+
+def _dual_cos(self):
+    return MyDual(math.cos(self.primal), -math.sin(self.primal) * self.tangent)
+
+
+def _dual_exp(self):
+    return MyDual(math.exp(self.primal), math.exp(self.primal) * self.tangent)
+
+
+def _dual_log(self):
+    return MyDual(math.log(self.primal), self.tangent / self.primal)
+
+
+MyDual.sin, MyDual.cos, MyDual.exp, MyDual.log = _dual_sin, _dual_cos, _dual_exp, _dual_log
+
+
+def sin(x):
+    return x.sin() if isinstance(x, MyDual) else math.sin(x)
+
+
+def cos(x):
+    return x.cos() if isinstance(x, MyDual) else math.cos(x)
+
+
+def exp(x):
+    return x.exp() if isinstance(x, MyDual) else math.exp(x)
+
+
+def log(x):
+    return x.log() if isinstance(x, MyDual) else math.log(x)
+""",
+            "derivative_gradient": """MyDual.variable = classmethod(lambda cls, x: cls(x, 1.0))
+MyDual.constant = staticmethod(lambda x: MyDual(x, 0.0))
+
+
+def derivative(f, x):
+    out = f(MyDual.variable(x))
+    return out.tangent if isinstance(out, MyDual) else 0.0
+
+
+def gradient(f, point):
+    partials = []
+    for i in range(len(point)):
+        seeded = [MyDual.variable(p) if j == i else MyDual.constant(p) for j, p in enumerate(point)]
+        out = f(*seeded)
+        partials.append(out.tangent if isinstance(out, MyDual) else 0.0)
+    return partials
+""",
+        },
+        "fails": {"test_dual_arithmetic"},  # each part graded on its own (# grader: reference)
+        "message": "10 - x1 should be 8.0",
+    },
 }
 
 # Every part again, correct, in other idioms: __slots__ and type(self), duck typing instead of
