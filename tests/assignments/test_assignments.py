@@ -51,10 +51,14 @@ class GradedCourse:
         self.mistakes = load_mistakes(assignment)
         self.honest = load_honest(assignment)
         first_answer, first_cell = next(iter(answer_cells(self.source).items()))
+        # A first answer that never finishes. It waits rather than spins: the time-out is on the
+        # wall clock either way, and a spinning loop would burn a core for GRADING_TIMEOUT seconds
+        # in every assignment's run (test_grading and the hostile classes grade spinning ones).
+        never_ends = "import time\nwhile True:\n    time.sleep(0.1)\n"
         submissions = {
             "solution": fill_in(self.release, self.source, {}),
             "untouched": self.release,
-            "loop": fill_in(self.release, self.source, {first_answer: "while True:\n    pass\n" + first_cell.source}),
+            "loop": fill_in(self.release, self.source, {first_answer: never_ends + first_cell.source}),
         }
         if self.honest:
             submissions["honest"] = fill_in(self.release, self.source, self.honest)
