@@ -6,8 +6,9 @@ same test, limits, rules and data files) gets that verdict without the student's
 being started again. Identical code is judged once: the parts a class leaves untouched, or the
 parts before a hand-in's first difference from a classmate's.
 
-Only the verdicts of processes that ended on their own are kept: a time-out, a crash or a
-failure of the machinery may come from the machine's load, so it is judged afresh every time.
+Only the verdicts of processes that ended on their own are kept: a time-out (of a cell, or of
+the test itself, which the judge times by the clock), a crash or a failure of the machinery may
+come from the machine's load, so it is judged afresh every time.
 The key leaves out the hand-in's own notebook file (copied beside the data files): code that
 reads its own notebook to decide an answer may get the verdict the same code earned beside a
 classmate's notebook. The folder belongs to one grading run and to the grader alone; the
@@ -66,6 +67,8 @@ class VerdictMemo:
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
         if verdict["crashed_cell"] or verdict["timed_out_cells"] or verdict["process_end"] or verdict["machinery"]:
+            return
+        if verdict["error"] == "Timeout":  # the test's own time limit (wall-clock): the load may have set it
             return
         handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
         with os.fdopen(handle, "w") as out:

@@ -882,3 +882,26 @@ def test_no_hidden_test_or_solution_or_canary_in_feedback(verdicts):
         leaked = [line for line in secret_lines(source) if line in shown]
         assert not leaked, (assignment, leaked[:5])
     assert str(course) not in shown
+
+
+def test_a_tests_own_time_out_is_judged_afresh_for_identical_code(tmp_path):
+    """A classmate whose code is identical to a hand-in graded earlier in the run gets that
+    verdict without a run of their own (course_grader/verdict_memo.py), but never a time-out:
+    the judge times the test by the clock, so a time-out may be the load's (another hand-in's
+    hog in the next slot), and the classmate's code gets its own run. A failed assertion is kept."""
+    from dataclasses import asdict
+
+    from course_grader.judge import Verdict
+    from course_grader.verdict_memo import VerdictMemo
+
+    files = tmp_path / "files"
+    files.mkdir()
+    job = {"files": str(files), "names": ["f"], "classes": [], "limits": {}, "unsafe": False, "rules": {}}
+    memo = VerdictMemo(tmp_path, {**job, "cell_timeout": 5.0})  # type: ignore[arg-type]
+    part = {"grade_id": "test_f", "cells": [], "references": [], "visible": "", "hidden": ""}
+    timed_out = Verdict(phase="hidden", error="Timeout", message="the test ran longer than 5 s")
+    memo.put(memo.key(part), asdict(timed_out))  # type: ignore[arg-type]
+    assert memo.get(memo.key(part)) is None, "a time-out of the test itself was kept for identical code"
+    failed = Verdict(phase="hidden", error="AssertionError", message="f(2) should be 4")
+    memo.put(memo.key(part), asdict(failed))  # type: ignore[arg-type]
+    assert memo.get(memo.key(part)) == asdict(failed)
