@@ -51,11 +51,11 @@ class MemoryMeter:
         """The runner: the oldest process of the sandbox that is not bubblewrap's own (a process
         the student's code starts is younger), found once and then checked to be the same."""
         if self.pid is None:
-            found = sorted((_start_time(p), p) for p in _tree(self.root) if not _is_bwrap(p) and _start_time(p))
+            found = sorted((start_time(p), p) for p in descendants(self.root) if not _is_bwrap(p) and start_time(p))
             if not found:
                 raise MeterError("the student's process is not running")
             self.started, self.pid = found[0]
-        if _start_time(self.pid) != self.started:
+        if start_time(self.pid) != self.started:
             raise MeterError("the student's process ended")
         return self.pid
 
@@ -69,7 +69,7 @@ class MemoryMeter:
         raise MeterError(f"cannot read {field} of the student's process")
 
 
-def _tree(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """``root`` and its descendants (from the kernel's lists of each thread's children)."""
     found, k = [root], 0
     while k < len(found):
@@ -82,7 +82,7 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _start_time(pid: int) -> int:
+def start_time(pid: int) -> int:
     """When ``pid`` started, in clock ticks since boot (0: no such process)."""
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])  # field 22

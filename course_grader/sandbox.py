@@ -39,6 +39,7 @@ import functools
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -46,12 +47,14 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from course_grader.no_programs import MUST_FORBID, unavailable
 from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
+from course_grader.zygote import ZYGOTE
 
 RUNNER = Path(__file__).with_name("runner.py")
-RUNNER_MODULES = ("protocol.py", "no_programs.py")  # what runner.py imports from beside it
+RUNNER_MODULES = ("protocol.py", "no_programs.py", "zygote.py")  # what runner.py imports from beside it
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
@@ -356,11 +359,14 @@ class Sandbox:
     def inside_course_lib_parent(self) -> str:
         return INSIDE_LIB if self.isolated else str(self.lib_parent)
 
-    def command(self, scratch: Path, request_fd: int, reply_fd: int) -> list[str]:
+    def command(self, scratch: Path, request_fd: int, reply_fd: int, zygote: int | None = None) -> list[str]:
+        """The command that starts the runner on these pipes, or (``zygote``: a socket's
+        descriptor) the hand-in's warm runner that forks one per part."""
         venv_python = Path(sys.prefix).resolve() / "bin" / "python"  # the bound path, if the venv is a link
         python = str(venv_python) if venv_python.exists() else sys.executable
+        channel = [ZYGOTE, str(zygote)] if zygote is not None else [str(request_fd), str(reply_fd)]
         if not self.isolated:
-            return [python, "-I", str(RUNNER), str(request_fd), str(reply_fd)]
+            return [python, "-I", str(RUNNER), *channel]
         assert self.bwrap is not None
         cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
         cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]
@@ -402,7 +408,7 @@ class Sandbox:
             cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
-        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd), MUST_FORBID]
+        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", *channel, MUST_FORBID]
         return self.confined(cmd)
 
     def confined(self, cmd: list[str]) -> list[str]:
@@ -428,8 +434,26 @@ class Sandbox:
         """Start the runner with ``scratch`` as its working folder; it waits for its job."""
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
+        process, stderr, groups = self._launch(scratch, (request_read, reply_write))
+        return SandboxRun(process, request_write, reply_read, stderr, groups)
+
+    def start_zygote(self, scratch: Path) -> tuple[SandboxRun, socket.socket]:
+        """Start the hand-in's warm runner (:mod:`course_grader.zygote`) with ``scratch`` as
+        its home; the run (no pipes of its own) and the judge's end of its socket."""
+        judge_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            process, stderr, groups = self._launch(scratch, (zygote_end.fileno(),), zygote=True)
+        finally:
+            zygote_end.close()
+        return SandboxRun(process, -1, -1, stderr, groups), judge_end
+
+    def _launch(
+        self, scratch: Path, fds: tuple[int, ...], zygote: bool = False
+    ) -> tuple[subprocess.Popen, Any, list[Path]]:
+        """Start bubblewrap (or the bare runner) in its control groups, passing ``fds``, which
+        are closed here."""
         groups = self.groups.make(self.limits) if self.groups is not None else []
-        cmd = self.command(scratch, request_read, reply_write)
+        cmd = self.command(scratch, *fds) if not zygote else self.command(scratch, -1, -1, zygote=fds[0])
         if groups:  # join the groups before anything of the sandbox starts
             joins = " ".join(f"echo $$ > {g}/cgroup.procs;" for g in groups)
             cmd = ["/bin/sh", "-c", f'{joins} exec "$@"', "sandbox", *cmd]
@@ -441,11 +465,12 @@ class Sandbox:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            pass_fds=(request_read, reply_write),
+            pass_fds=fds,
             env=self.environment(str(scratch)),
             cwd=scratch,
             start_new_session=True,
         )
-        os.close(request_read)
-        os.close(reply_write)
-        return SandboxRun(process, request_write, reply_read, stderr, groups)
+        if not zygote:
+            for fd in fds:
+                os.close(fd)
+        return process, stderr, groups
