@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from course_grader.meter import descendants, start_time
-from course_grader.sandbox import INSIDE_HOME, ControlGroups, Ending, Sandbox, SandboxRun
+from course_grader.sandbox import ControlGroups, Ending, Sandbox, SandboxRun
 from course_grader.zygote import empty
 
 ANSWER_SECONDS = 10.0  # the most the zygote may take to fork or reap; then it is taken for gone
@@ -137,7 +137,8 @@ class WarmSandbox:
         self._fill_home()
         self.run, self.channel = self.sandbox.start_zygote(self.home)
         self.channel.settimeout(self.sandbox.limits.wall_seconds)  # PyTorch takes seconds to import
-        self._ask({"op": "warm", "path": self.sandbox.inside_course_lib_parent, "modules": self.modules})
+        path = self.sandbox.inside_course_lib_parent
+        self._ask({"op": "warm", "path": path, "modules": self.modules, "restore": self.sandbox.isolated})
         self.channel.settimeout(ANSWER_SECONDS)
 
     def _fill_home(self) -> None:
@@ -164,11 +165,9 @@ class WarmSandbox:
         stderr = tempfile.TemporaryFile()
         groups: list[Path] = []
         try:
-            data = [p.name for p in self.home.iterdir() if p.is_file()]
-            folders = [[INSIDE_HOME, data], ["/tmp", []]] if self.in_memory and self._forked else []
             self._forked = True
             fds = (request_read, reply_write, stderr.fileno())
-            inner = int(self._ask({"op": "fork", "empty": folders}, fds)["pid"])
+            inner = int(self._ask({"op": "fork"}, fds)["pid"])
             pid = self._host_pid(inner)
             if self.sandbox.groups is not None:
                 groups = self.sandbox.groups.make(self.sandbox.limits)

@@ -6,9 +6,10 @@ cells import (NumPy, course_lib, PyTorch: instructor's choices, never the studen
 only waits on a Unix socket for the judge. It runs no cell, the instructor's or the student's.
 
 For each part the judge sends, with ``fork``, the part's own fresh pipes and stderr file
-(SCM_RIGHTS); the zygote empties the sandbox's home and ``/tmp`` of what earlier parts wrote
-(when they are in memory, as with control groups: otherwise the judge empties the home from
-outside), forks, and answers with the child's pid in the sandbox. The child drops the socket
+(SCM_RIGHTS); the zygote puts the sandbox's writable file systems in memory (its root, /dev,
+/tmp and home with control groups) back as they were before the first part (a folder of the
+judge's, bound as the home, the judge empties from outside), forks, and answers with the
+child's pid in the sandbox. The child drops the socket
 and returns the pipes to :func:`course_grader.runner.main`, which goes on exactly as a freshly
 started runner: it waits for its job (the judge first moves it into the part's control groups),
 sets its limits, installs a filter and a Landlock domain of its own, nested in the zygote's (so
@@ -42,6 +43,7 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
     """Answer the judge until it asks for a fork; return ``(request_fd, reply_fd)`` in the
     child. The zygote itself never returns: it exits when the judge closes the socket."""
     channel = socket.socket(fileno=socket_fd)
+    before: dict[str, int] | None = None  # the sandbox's writable files before any part ran
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, PART_FDS)
@@ -52,8 +54,8 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
         message = json.loads(data)
         op = message.get("op")
         if op == "fork" and len(fds) == PART_FDS:
-            for folder, keep in message.get("empty", []):
-                empty(str(folder), {str(name) for name in keep})
+            if before is not None:
+                restore(before)
             pid = os.fork()
             if pid == 0:
                 channel.close()
@@ -64,6 +66,7 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
                 return fds[0], fds[1]
             reply: dict[str, Any] = {"pid": pid}
         elif op == "warm":
+            before = snapshot() if message.get("restore") is True else None
             reply = {"imported": warm(str(message.get("path", "")), [str(m) for m in message.get("modules", [])])}
         elif op == "wait":
             reply = {"code": wait(int(message.get("pid", 0)), float(message.get("timeout", 0)))}
@@ -104,6 +107,77 @@ def wait(pid: int, timeout: float) -> int | None:
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.002)
+
+
+def rw_tmpfs_mounts() -> tuple[list[str], set[str]]:
+    """The sandbox's writable file systems in memory (its root, /dev, /tmp, the home: mount
+    points of tmpfs, read-write) and every mount point (never removed, never looked into)."""
+    writable, points = [], set()
+    with open("/proc/self/mountinfo") as mounts:
+        for line in mounts:
+            before, _, after = line.partition(" - ")
+            fields, kind = before.split(), after.split()
+            point = fields[4].replace("\\040", " ")
+            points.add(point)
+            if kind and kind[0] == "tmpfs" and "rw" in fields[5].split(","):
+                writable.append(point)
+    return writable, points
+
+
+def snapshot() -> dict[str, int]:
+    """Every path on the sandbox's writable file systems in memory, with its mode: what the
+    sandbox held before any part ran."""
+    roots, points = rw_tmpfs_mounts()
+    found = {}
+    for root in roots:
+        for path in _walk(root, points):
+            found[path] = os.lstat(path).st_mode
+    return found
+
+
+def _walk(root: str, points: set[str]):
+    """``root`` and what it holds, deepest first, not looking into other mount points."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(root, name)
+        if path in points:
+            continue
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            yield from _walk(path, points)
+        else:
+            yield path
+    yield root
+
+
+def restore(before: dict[str, int]) -> None:
+    """The sandbox's writable file systems in memory as :func:`snapshot` saw them: what a part
+    made there removed, the modes of what was there put back."""
+    roots, points = rw_tmpfs_mounts()
+    for root in roots:
+        _restore(root, before, points)
+
+
+def _restore(folder: str, before: dict[str, int], points: set[str]) -> None:
+    os.chmod(folder, stat.S_IMODE(before.get(folder, 0)) | stat.S_IRWXU)  # listable, writable meanwhile
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if path in points:
+            continue
+        mode, was = os.lstat(path).st_mode, before.get(path)
+        if was is not None and stat.S_IFMT(mode) == stat.S_IFMT(was):
+            if stat.S_ISDIR(mode):
+                _restore(path, before, points)
+            elif not stat.S_ISLNK(mode) and mode != was:
+                os.chmod(path, stat.S_IMODE(was))
+        elif stat.S_ISDIR(mode):
+            shutil.rmtree(path, onerror=_writable_then_retry)
+        else:
+            os.unlink(path)
+    if folder in before:
+        os.chmod(folder, stat.S_IMODE(before[folder]))
 
 
 def empty(folder: str, keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
