@@ -406,6 +406,7 @@ def main() -> None:
     if sys.argv[1] == ZYGOTE:  # the hand-in's warm runner: returns here in each part's fresh child
         forbid(must_forbid)
         request_fd, reply_fd = serve_forks(int(sys.argv[2]))
+        sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)

@@ -369,6 +369,8 @@ class Sandbox:
             return [python, "-I", str(RUNNER), *channel]
         assert self.bwrap is not None
         cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+        if zygote is not None:  # the sandbox's pid 1, which its processes cannot kill (course_grader.zygote)
+            cmd += ["--as-pid-1"]
         cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]
         for path in SYSTEM_FOLDERS[1:]:
             if path.is_symlink():

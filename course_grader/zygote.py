@@ -16,8 +16,10 @@ sets its limits, installs a filter and a Landlock domain of its own, nested in t
 that it can neither trace nor write the memory of the zygote or of another part's process), and
 runs the cells. ``wait`` reaps a child and says how it ended.
 
-The zygote never reads a message of a child's: a child can only kill it (same user), and then
-the judge starts a fresh sandbox for the parts that are left.
+The zygote is the sandbox's pid 1, which the kernel shields from the signals of the processes
+in its namespace (it handles none): a part's code cannot kill or stop it, nor (Landlock) trace
+it. It never reads a message of a child's. Where it runs without bubblewrap (the unsafe flag) a
+part can kill it; then the judge starts a fresh one for the parts that are left.
 
 Standard library only: it runs inside the sandbox, beside runner.py.
 """
@@ -28,6 +30,7 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import sys
@@ -43,6 +46,9 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
     """Answer the judge until it asks for a fork; return ``(request_fd, reply_fd)`` in the
     child. The zygote itself never returns: it exits when the judge closes the socket."""
     channel = socket.socket(fileno=socket_fd)
+    # The sandbox's pid 1 (bubblewrap's --as-pid-1): the kernel delivers it no signal from a
+    # part's process but those it handles, and it handles none (Python's SIGINT handler too).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     before: dict[str, int] | None = None  # the sandbox's writable files before any part ran
     while True:
         try:
@@ -54,16 +60,19 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
         message = json.loads(data)
         op = message.get("op")
         if op == "fork" and len(fds) == PART_FDS:
+            reap()
             if before is not None:
                 restore(before)
             pid = os.fork()
             if pid == 0:
+                signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a runner of its own
                 channel.close()
                 os.setpgid(0, 0)  # the part's own process group: without control groups, what the judge kills
                 os.dup2(fds[2], 2)
                 os.close(fds[2])
                 _fresh_random_state()
                 return fds[0], fds[1]
+            ENDED[pid] = None
             reply: dict[str, Any] = {"pid": pid}
         elif op == "warm":
             before = snapshot() if message.get("restore") is True else None
@@ -93,17 +102,32 @@ def warm(path: str, modules: list[str]) -> list[str]:
     return done
 
 
-def wait(pid: int, timeout: float) -> int | None:
-    """The child's return code (negative: the signal that ended it) once it has ended, waiting
-    up to ``timeout`` seconds; ``None`` if it still runs."""
-    deadline = time.monotonic() + timeout
+ENDED: dict[int, int | None] = {}  # the parts' runners: pid -> return code, once reaped
+
+
+def reap() -> None:
+    """Every ended process the zygote is parent of (as the sandbox's pid 1, orphans too)."""
     while True:
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return -9  # reaped already: nothing more is known
-        if done:
-            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            return
+        if pid == 0:
+            return
+        if pid in ENDED:
+            ENDED[pid] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def wait(pid: int, timeout: float) -> int | None:
+    """The part's runner's return code (negative: the signal that ended it) once it has ended,
+    waiting up to ``timeout`` seconds; ``None`` if it still runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reap()
+        if pid not in ENDED:
+            return -9  # not a runner of this zygote's, or reported already: nothing more is known
+        if ENDED[pid] is not None:
+            return ENDED.pop(pid)
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.002)
