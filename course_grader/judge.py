@@ -410,7 +410,7 @@ def main() -> None:
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
     rules = Rules(**{k: tuple(v) for k, v in job["rules"].items()})
-    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0))
+    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0), view=job.get("view"))
     results = []
     skipped: dict[str, str] = {}
     failed_answers: set[str] = set()  # answer cells some part that tests them failed on

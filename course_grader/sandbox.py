@@ -323,7 +323,10 @@ class Sandbox:
         unsafe: bool = False,
         rules: Rules | None = None,
         slot: int = 0,
+        view: dict[str, Any] | None = None,
     ):
+        """``view``: another Sandbox's :meth:`view` for the same rules, taken as it is (the
+        judge's, from the grader's: looking it up again costs about half a second)."""
         self.limits = limits or Limits()
         self.bwrap = find_bwrap()
         self.unsafe = unsafe
@@ -343,13 +346,29 @@ class Sandbox:
             )
         self.slot = slot
         self.rules = rules or Rules()
-        changed = self.rules.changes_course_lib
-        self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
-        self.roots = _python_roots()
-        shown = package_folders()
-        self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
-        self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
+        if view is not None:
+            self.lib_parent, self.roots = Path(view["lib_parent"]), [Path(p) for p in view["roots"]]
+            self.masked = [Path(p) for p in view["masked"]]
+            self.hidden = [(Path(stub), Path(package)) for stub, package in view["hidden"]]
+        else:
+            rules = self.rules
+            self.lib_parent = (
+                course_lib_without(rules.functions, rules.modules) if rules.changes_course_lib else course_lib_root()
+            )
+            self.roots = _python_roots()
+            shown = package_folders()
+            self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
+            self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
+
+    def view(self) -> dict[str, Any]:
+        """What the sandbox shows and hides (as plain data), for another Sandbox of the same rules."""
+        return {
+            "lib_parent": str(self.lib_parent),
+            "roots": [str(p) for p in self.roots],
+            "masked": [str(p) for p in self.masked],
+            "hidden": [[str(stub), str(package)] for stub, package in self.hidden],
+        }
 
     @property
     def description(self) -> str:
