@@ -1,0 +1,143 @@
+"""One sandbox per hand-in: each part's runner, forked by the zygote, is as fresh as one started anew.
+
+All parts here share one warm sandbox (course_grader.part_runs), as a hand-in's parts do: what
+one part's code leaves in the sandbox's files, does to the zygote or to its control groups must
+not reach the next part's process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from course_grader import stand_ins
+from course_grader.no_programs import landlock_abi
+from course_grader.part_runs import PartRun, WarmSandbox
+from course_grader.protocol import READY, Endpoint
+from course_grader.sandbox import Limits, Sandbox, find_bwrap
+from course_grader.stand_ins import JudgeCodec, serve
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
+
+
+def run_part(warm: WarmSandbox, source: str) -> tuple[object, PartRun]:
+    """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
+    ended the channel) and the finished run."""
+    run = warm.start()
+    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
+    sandbox = warm.sandbox
+    stand_ins.CHANNEL.send(
+        {
+            "cells": [{"name": "cell", "kind": "answer", "source": source}],
+            "cell_timeout": 10,
+            "rlimits": sandbox.limits.rlimits(),
+            "course_lib_parent": sandbox.inside_course_lib_parent,
+            "answers": ["out"],
+            "classes": [],
+            "debug": False,
+        }
+    )
+    out: object = None
+    try:
+        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
+            pass
+        out = stand_ins.CHANNEL.codec.decode(event["names"].get("out"))
+    except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
+        out = error
+    run.finish()
+    return out, run
+
+
+@pytest.fixture
+def warm(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "data.csv").write_text("1,2\n")
+    warm = WarmSandbox(Sandbox(Limits()), tmp_path, files, ["numpy"])
+    yield warm
+    warm.close()
+
+
+LEAVE_TRACES = """
+import os
+for path in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace'):
+    with open(path, 'w') as f:
+        f.write('left')
+os.makedirs('locked/inner')
+os.chmod('locked/inner', 0)
+os.chmod('locked', 0)
+os.chmod('/tmp', 0o700)
+try:
+    open('data.csv', 'w').write('changed')
+except OSError:
+    pass
+out = repr(sorted(os.listdir('.')))
+"""
+LOOK_FOR_TRACES = """
+import os
+out = [p for p in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace', 'locked') if os.path.exists(p)]
+out = repr([open('data.csv').read(), oct(os.stat('/tmp').st_mode & 0o777), *out])
+"""
+
+
+def test_a_part_sees_nothing_an_earlier_part_left(warm):
+    written, _ = run_part(warm, LEAVE_TRACES)
+    assert "'trace'" in str(written), written  # the traces were made
+    seen, _ = run_part(warm, LOOK_FOR_TRACES)
+    other = warm.folder / "other"
+    other.mkdir()
+    new = WarmSandbox(warm.sandbox, other, warm.files, [])
+    fresh, _ = run_part(new, LOOK_FOR_TRACES)
+    new.close()
+    assert seen == fresh, "a part saw what an earlier part left in the sandbox"
+    assert seen.startswith("['1,2\\n'") and warm.starts == 1, (seen, warm.starts)
+
+
+ATTACK_THE_ZYGOTE = """
+import os, signal
+found = []
+for sig in (signal.SIGSTOP, signal.SIGKILL):
+    os.kill(os.getppid(), sig)
+try:
+    os.open(f'/proc/{os.getppid()}/mem', os.O_RDWR)
+    found.append('wrote the memory of the zygote')
+except OSError:
+    pass
+out = repr([os.getppid(), *found])
+"""
+
+
+@pytest.mark.skipif(not landlock_abi(), reason="this kernel has no Landlock to keep a part from the zygote")
+def test_a_part_can_neither_kill_stop_nor_write_the_zygote(warm):
+    attacked, _ = run_part(warm, ATTACK_THE_ZYGOTE)
+    assert attacked == "[1]", attacked  # its parent is the sandbox's pid 1, unharmed
+    after, _ = run_part(warm, "out = 'fine'")
+    assert after == "fine" and warm.starts == 1, (after, warm.starts)
+
+
+def test_a_dead_zygote_costs_no_later_part(warm):
+    first, _ = run_part(warm, "out = 1")
+    assert warm.run is not None and first == 1
+    os.killpg(warm.run.process.pid, signal.SIGKILL)  # the whole sandbox, from outside
+    warm.run.process.wait()
+    later, _ = run_part(warm, "out = 2")
+    assert later == 2 and warm.starts == 2, (later, warm.starts)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="control groups need root (CI runs as root)")
+def test_each_part_runs_in_control_groups_of_its_own_left_behind_by_none(warm):
+    source = "out = open('/proc/self/cgroup').read()"
+    first, one = run_part(warm, source)
+    second, two = run_part(warm, source)
+    assert warm.run is not None and warm.starts == 1
+    sandbox_groups = list(warm.run.groups)
+    assert one.groups and two.groups and not set(one.groups) & set(two.groups)
+    for text, run in ((first, one), (second, two)):
+        assert all(group.name in str(text) for group in run.groups), (text, run.groups)
+        assert not any(group.name in str(text) for group in sandbox_groups), text
+    warm.close()
+    left = [g for g in [*sandbox_groups, *one.groups, *two.groups] if Path(g).exists()]
+    assert not left, f"control groups were left behind: {left}"
