@@ -111,6 +111,7 @@ class WarmSandbox:
         self.channel: socket.socket | None = None
         self.home = folder
         self.starts = 0
+        self._forked = False  # a part's runner was forked in this sandbox: its files to put back
         # With control groups the home and /tmp are in memory, emptied by the zygote; otherwise
         # the home (and /tmp) is a folder of the judge's, emptied here.
         self.in_memory = sandbox.isolated and sandbox.groups is not None
@@ -183,8 +184,6 @@ class WarmSandbox:
             os.close(request_read)
             os.close(reply_write)
         return PartRun(self, inner, pid, start_time(pid), request_write, reply_read, stderr, groups)
-
-    _forked = False
 
     def _host_pid(self, inner: int) -> int:
         """The host's pid of the sandbox's process ``inner`` (its last NSpid, one namespace

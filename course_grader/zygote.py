@@ -62,7 +62,9 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
         if op == "fork" and len(fds) == PART_FDS:
             reap()
             if before is not None:
-                restore(before)
+                restore(before)  # if it fails, the zygote ends: the judge starts a fresh sandbox
+            sys.stdout.flush()
+            sys.stderr.flush()  # nothing of the zygote's in the part's stderr
             pid = os.fork()
             if pid == 0:
                 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a runner of its own
