@@ -1,17 +1,18 @@
-"""Where a hand-in's code runs: a bubblewrap sandbox, one fresh process per graded part.
+"""Where a hand-in's code runs: a bubblewrap sandbox per hand-in, one fresh process per part.
 
 Inside the sandbox the runner (:mod:`course_grader.runner`) sees a read-only Python
 (interpreter, virtual environment, course_lib), an empty ``/tmp``, and one writable scratch
 folder with the assignment's data files and the hand-in; nothing else of the grader's file
 system (no ``solutions/``, no gradebook, no other student's work, no tests). It runs as an
 unprivileged user in new user, PID, network, IPC and UTS namespaces: no network at all (not
-even the host's loopback), no view of the grader's processes, an empty environment, and
-every process it starts dies with it. It talks to the judge over two pipes; its standard
-input is empty. It starts no program: before the first cell runs, the runner installs a
-seccomp filter on which the kernel refuses ``execve`` (:mod:`course_grader.no_programs`), so a
-hand-in can fork but cannot run ``tsort``, ``perl`` or another Python. Where that filter
-cannot be installed (not Linux on x86_64 or aarch64, a kernel without seccomp), grading
-refuses to run, as without bubblewrap.
+even the host's loopback), no view of the grader's processes, an empty environment, and every
+process it starts dies with it. It talks to the judge over two pipes; its standard input is
+empty. The judge starts the hand-in's warm runner here (:meth:`Sandbox.start_zygote`), which
+forks each part's runner (:mod:`course_grader.part_runs`). It starts no program: before the
+first cell runs, the runner installs a seccomp filter on which the kernel refuses ``execve``
+(:mod:`course_grader.no_programs`), so a hand-in can fork but cannot run ``tsort``, ``perl`` or
+another Python. Where that filter cannot be installed (not Linux on x86_64 or aarch64, a kernel
+without seccomp), grading refuses to run, as without bubblewrap.
 
 **Classmates stay safe.** Each sandbox gets limits of its own that the kernel enforces
 whoever runs the grader: where the grader may create control groups (root, cgroup v1 or v2,
