@@ -8,11 +8,15 @@ cannot hand its work to ``tsort``, ``perl``, a C compiler or another Python (``p
 by whatever route (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``ctypes``, a ``#!``
 script). Forking stays allowed, so ``multiprocessing`` with the fork start method works.
 
-One process in the sandbox started before the filter: bubblewrap's own init (pid 1, the
-runner's parent), same user, no filter. A hand-in could attach to it with ``ptrace`` (or write
-its memory through ``/proc/1/mem``) and make it start a program. Where the kernel has Landlock
-(Linux 5.13 on, enabled), the runner also enters a Landlock domain, which the kernel lets
-trace or write the memory of no process outside it; without Landlock that door stays open.
+Where the runner is started on its own (``Sandbox.start``), one process in the sandbox started
+before the filter: bubblewrap's own init (pid 1, the runner's parent), same user, no filter. A
+hand-in could attach to it with ``ptrace`` (or write its memory through ``/proc/1/mem``) and
+make it start a program. Where the kernel has Landlock (Linux 5.13 on, enabled), the runner
+also enters a Landlock domain, which the kernel lets trace or write the memory of no process
+outside it; without Landlock that door stays open. Grading forks each part's runner from a warm
+runner that is itself the sandbox's pid 1 and installed the filter first
+(:mod:`course_grader.zygote`): no process there lacks the filter, and each runner's own, nested
+Landlock domain keeps it from the warm runner and the other parts' runners.
 
 bubblewrap's own ``--seccomp`` would not do: it loads the filter just before it starts the
 runner with ``execvp``, which the filter would refuse.
