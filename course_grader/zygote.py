@@ -26,6 +26,7 @@ Standard library only: it runs inside the sandbox, beside runner.py.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
@@ -40,6 +41,7 @@ from typing import Any
 ZYGOTE = "--zygote"  # runner.py's flag: be the warm runner on this socket's descriptor
 MESSAGE_BYTES = 1 << 16
 PART_FDS = 3  # request (read end), reply (write end), stderr
+IPC_RMID = 0
 
 
 def serve_forks(socket_fd: int) -> tuple[int, int]:
@@ -180,10 +182,22 @@ def _walk(root: str, points: set[str]):
 
 def restore(before: dict[str, int]) -> None:
     """The sandbox's writable file systems in memory as :func:`snapshot` saw them: what a part
-    made there removed, the modes of what was there put back."""
+    made there removed, the modes of what was there put back; and no System V shared memory,
+    semaphore or message queue left (they outlive their processes in the sandbox's IPC
+    namespace, which all its parts share)."""
     roots, points = rw_tmpfs_mounts()
     for root in roots:
         _restore(root, before, points)
+    libc = ctypes.CDLL(None)
+    for table, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{table}") as listed:
+                idents = [int(line.split()[1]) for line in listed.readlines()[1:]]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ident in idents:  # semctl(id, semnum, cmd); shmctl and msgctl(id, cmd, buffer)
+            arguments = (0, IPC_RMID) if table == "sem" else (IPC_RMID, None)
+            remove(ident, *arguments)
 
 
 def _restore(folder: str, before: dict[str, int], points: set[str]) -> None:

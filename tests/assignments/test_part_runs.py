@@ -62,7 +62,8 @@ def warm(tmp_path):
 
 
 LEAVE_TRACES = """
-import os
+import ctypes, os
+ctypes.CDLL(None).shmget(4242, 4096, 0o1000 | 0o600)  # IPC_CREAT: shared memory outlives its process
 for path in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace'):
     with open(path, 'w') as f:
         f.write('left')
@@ -77,8 +78,9 @@ except OSError:
 out = repr(sorted(os.listdir('.')))
 """
 LOOK_FOR_TRACES = """
-import os
+import ctypes, os
 out = [p for p in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace', 'locked') if os.path.exists(p)]
+out += ['shared memory'] if ctypes.CDLL(None).shmget(4242, 0, 0) >= 0 else []
 out = repr([open('data.csv').read(), oct(os.stat('/tmp').st_mode & 0o777), *out])
 """
 
