@@ -143,3 +143,27 @@ def test_each_part_runs_in_control_groups_of_its_own_left_behind_by_none(warm):
     warm.close()
     left = [g for g in [*sandbox_groups, *one.groups, *two.groups] if Path(g).exists()]
     assert not left, f"control groups were left behind: {left}"
+
+
+LEAVE_A_MESSAGE_QUEUE = """
+import ctypes, os
+rt = ctypes.CDLL('librt.so.1')
+queue = rt.mq_open(b'/left', os.O_CREAT | os.O_RDWR, 0o600, None)
+out = repr(queue >= 0 and rt.mq_send(queue, b'from an earlier part', 20, 0) == 0)
+"""
+READ_A_MESSAGE_QUEUE = """
+import ctypes, os
+rt = ctypes.CDLL('librt.so.1')
+queue = rt.mq_open(b'/left', os.O_RDWR)
+text = ctypes.create_string_buffer(8192)
+out = repr(text.raw[: rt.mq_receive(queue, text, 8192, None)] if queue >= 0 else None)
+"""
+
+
+def test_no_posix_message_queue_outlives_its_part(warm):
+    # POSIX message queues live in the IPC namespace all of a hand-in's parts share, like the
+    # System V objects restore() removes; nothing removes them (no /dev/mqueue to empty).
+    made, _ = run_part(warm, LEAVE_A_MESSAGE_QUEUE)
+    assert made == "True", made
+    read, _ = run_part(warm, READ_A_MESSAGE_QUEUE)
+    assert read == "None", f"a later part read an earlier part's message queue: {read}"
