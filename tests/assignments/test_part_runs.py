@@ -167,3 +167,42 @@ def test_no_posix_message_queue_outlives_its_part(warm):
     assert made == "True", made
     read, _ = run_part(warm, READ_A_MESSAGE_QUEUE)
     assert read == "None", f"a later part read an earlier part's message queue: {read}"
+
+
+@pytest.fixture
+def warm_without_groups(tmp_path, monkeypatch):
+    """A warm sandbox as an ordinary user grades: no control groups (as root, run as root: the
+    slot's own user cannot reach a Python under /root, and the attack does not need it)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "data.csv").write_text("1,2\n")
+    sandbox = Sandbox(Limits())
+    monkeypatch.setattr(sandbox, "groups", None)
+    monkeypatch.setattr(sandbox, "confined", lambda cmd: cmd)
+    warm = WarmSandbox(sandbox, tmp_path, files, ["numpy"])
+    yield warm
+    warm.close()
+
+
+DETACH = """
+import os, time
+if os.fork() == 0:
+    os.setsid()  # out of the part's process group, all the judge kills without control groups
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.05)  # a process of this part's, alive while later parts run
+    os._exit(0)
+os.wait()
+out = 'detached'
+"""
+OTHER_PROCESSES = "import os\nout = repr(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))"
+
+
+def test_no_process_of_a_part_outlives_it_without_control_groups(warm_without_groups):
+    # The runner ended of itself, so finish() kills nothing; and killpg() would miss a process
+    # in a session of its own. It shares the sandbox with every later part (it can signal
+    # their runners: the runner's Landlock domain scopes no signals).
+    planted, _ = run_part(warm_without_groups, DETACH)
+    assert planted == "detached", planted
+    seen, _ = run_part(warm_without_groups, OTHER_PROCESSES)
+    assert seen == "[1]", f"a process of an earlier part still runs beside a later part: {seen}"
