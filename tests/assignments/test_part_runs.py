@@ -206,3 +206,30 @@ def test_no_process_of_a_part_outlives_it_without_control_groups(warm_without_gr
     assert planted == "detached", planted
     seen, _ = run_part(warm_without_groups, OTHER_PROCESSES)
     assert seen == "[1]", f"a process of an earlier part still runs beside a later part: {seen}"
+
+
+REMOVE_AND_RETARGET = """
+import os
+os.rmdir('/dev/shm')  # where POSIX semaphores live: multiprocessing's locks
+os.unlink('/bin')
+os.symlink('/nowhere/an-earlier-part', '/bin')  # a symlink of the sandbox's, pointing elsewhere
+out = 'done'
+"""
+USE_WHAT_WAS_THERE = """
+import multiprocessing, os
+try:
+    multiprocessing.Lock()
+    lock = 'lock'
+except OSError as error:
+    lock = repr(error)
+out = repr([lock, os.readlink('/bin')])
+"""
+
+
+def test_restore_puts_back_what_a_part_removed_or_retargeted(warm):
+    # restore() removes what is new and resets modes, but never makes again a path that was
+    # there (an empty folder, a symlink) nor looks where a symlink of the same name points.
+    done, _ = run_part(warm, REMOVE_AND_RETARGET)
+    assert done == "done", done
+    seen, _ = run_part(warm, USE_WHAT_WAS_THERE)
+    assert seen == "['lock', 'usr/bin']", f"a part broke what a later part uses: {seen}"
