@@ -156,7 +156,8 @@ import ctypes, os
 rt = ctypes.CDLL('librt.so.1')
 queue = rt.mq_open(b'/left', os.O_RDWR)
 text = ctypes.create_string_buffer(8192)
-out = repr(text.raw[: rt.mq_receive(queue, text, 8192, None)] if queue >= 0 else None)
+length = rt.mq_receive(queue, text, 8192, None) if queue >= 0 else -1
+out = repr(text.raw[:length] if length >= 0 else None)
 """
 
 
@@ -233,3 +234,27 @@ def test_restore_puts_back_what_a_part_removed_or_retargeted(warm):
     assert done == "done", done
     seen, _ = run_part(warm, USE_WHAT_WAS_THERE)
     assert seen == "['lock', 'usr/bin']", f"a part broke what a later part uses: {seen}"
+
+
+ADD_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)  # add_key(type, description, payload, length, KEY_SPEC_USER_KEYRING)
+out = repr(libc.syscall(248, b'user', b'left', b'from an earlier part', 20, -4) >= 0)
+"""
+READ_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)
+key = libc.syscall(249, b'user', b'left', None, 0)  # request_key: searches the user keyring
+text = ctypes.create_string_buffer(64)
+length = libc.syscall(250, 11, key, text, 64) if key >= 0 else -1  # KEYCTL_READ
+out = repr(text.raw[:length] if length >= 0 else None)
+"""
+
+
+def test_no_key_in_the_user_keyring_outlives_its_part(warm):
+    # The user (and user-session) keyring belongs to the sandbox's user namespace, which all
+    # of a hand-in's parts share; a key outlives the process that added it.
+    added, _ = run_part(warm, ADD_A_KEY)
+    assert added == "True", added
+    read, _ = run_part(warm, READ_A_KEY)
+    assert read == "None", f"a later part read an earlier part's key: {read}"
