@@ -258,3 +258,31 @@ def test_no_key_in_the_user_keyring_outlives_its_part(warm):
     assert added == "True", added
     read, _ = run_part(warm, READ_A_KEY)
     assert read == "None", f"a later part read an earlier part's key: {read}"
+
+
+PLANT_A_LINK = """
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:  # each time the judge empties the home, a link where it copies data.csv
+            try:
+                os.symlink(OUTSIDE, 'data.csv')
+            except OSError:
+                pass
+    os._exit(0)
+os.wait()
+out = 'planted'
+"""
+
+
+def test_the_judge_writes_no_file_outside_the_home_without_control_groups(warm_without_groups, tmp_path):
+    # The home is the judge's own folder there: _fill_home() empties it, then copies the data
+    # files in with shutil.copyfile, which follows a symlink a surviving process made meanwhile.
+    outside = tmp_path / "the grader's own file"
+    outside.write_text("grades")
+    planted, _ = run_part(warm_without_groups, f"OUTSIDE = {str(outside)!r}\n{PLANT_A_LINK}")
+    assert planted == "planted", planted
+    for _ in range(2):
+        run_part(warm_without_groups, "out = 1")
+    assert outside.read_text() == "grades", "the judge wrote a file a part's process pointed it to"
