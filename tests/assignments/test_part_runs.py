@@ -286,3 +286,17 @@ def test_the_judge_writes_no_file_outside_the_home_without_control_groups(warm_w
     for _ in range(2):
         run_part(warm_without_groups, "out = 1")
     assert outside.read_text() == "grades", "the judge wrote a file a part's process pointed it to"
+
+
+def test_the_judge_empties_no_folder_outside_the_home_without_control_groups(warm_without_groups, tmp_path):
+    # The home's .tmp (bound as /tmp) is a plain folder of the bound home inside the sandbox:
+    # a part renames it and leaves a symlink; _fill_home() then tests tmp.is_dir() (following
+    # the link), empties where it points and makes it mode 1777. No surviving process needed.
+    folder = tmp_path / "the grader's folder"
+    folder.mkdir()
+    (folder / "grades.csv").write_text("grades")
+    swap = f"import os\nos.rename('.tmp', 'old')\nos.symlink({str(folder)!r}, '.tmp')\nout = 'swapped'"
+    swapped, _ = run_part(warm_without_groups, swap)
+    assert swapped == "swapped", swapped
+    run_part(warm_without_groups, "out = 1")
+    assert (folder / "grades.csv").exists(), "the judge emptied a folder a part's symlink pointed to"
