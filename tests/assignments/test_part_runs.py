@@ -300,3 +300,11 @@ def test_the_judge_empties_no_folder_outside_the_home_without_control_groups(war
     assert swapped == "swapped", swapped
     run_part(warm_without_groups, "out = 1")
     assert (folder / "grades.csv").exists(), "the judge emptied a folder a part's symlink pointed to"
+
+
+def test_no_extended_attribute_outlives_its_part(warm):
+    # restore() keeps a folder that was there, with its mode, but not its extended attributes.
+    tagged, _ = run_part(warm, "import os\nos.setxattr('/tmp', 'user.left', b'an earlier part')\nout = 'tagged'")
+    assert tagged == "tagged", tagged
+    seen, _ = run_part(warm, "import os\nout = repr(os.listxattr('/tmp'))")
+    assert seen == "[]", f"a later part read what an earlier part wrote: {seen}"
