@@ -196,7 +196,10 @@ if os.fork() == 0:
 os.wait()
 out = 'detached'
 """
-OTHER_PROCESSES = "import os\nout = repr(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))"
+OTHER_PROCESSES = """
+import os
+out = repr(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))
+"""
 
 
 def test_no_process_of_a_part_outlives_it_without_control_groups(warm_without_groups):
