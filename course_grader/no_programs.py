@@ -1,5 +1,6 @@
 """No other programs while a hand-in is graded: a seccomp filter on which the kernel refuses
-``execve`` and ``execveat``.
+``execve`` and ``execveat`` (and the few calls that would keep data where the next part could
+find it: message queues, keyrings, extended attributes).
 
 The runner calls :func:`forbid_programs` once, after its own imports and before the first cell
 runs. From then on starting a program fails with EPERM in the runner, in every thread it has
@@ -44,19 +45,38 @@ class ProgramsNotForbidden(OSError):
 
 class Machine(NamedTuple):
     """What the filter needs of one processor architecture: the kernel's audit architecture
-    (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat``."""
+    (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat`` and of the
+    calls that keep data outside the sandbox's files (the comment above :data:`MACHINES`)."""
 
     audit_arch: int
     seccomp: int
     execs: tuple[int, int]
+    channels: tuple[int, ...]
     # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
     # 30 set (x32's execve is another number), so the filter refuses every one of those.
     x32: bool = False
 
 
+# Where a part's code could leave data that outlives its processes and that the warm runner
+# cannot list to put back (course_grader.zygote): POSIX message queues (mq_open ... mq_getsetattr),
+# the kernel's keyrings (add_key, request_key, keyctl) and extended attributes (setxattr,
+# lsetxattr, fsetxattr, setxattrat: 463 on every machine since Linux 6.13). No honest answer
+# needs them; multiprocessing's locks are files in /dev/shm, which are put back.
+SETXATTRAT = 463
 MACHINES = {
-    "x86_64": Machine(audit_arch=0xC000003E, seccomp=317, execs=(59, 322), x32=True),
-    "aarch64": Machine(audit_arch=0xC00000B7, seccomp=277, execs=(221, 281)),
+    "x86_64": Machine(
+        audit_arch=0xC000003E,
+        seccomp=317,
+        execs=(59, 322),
+        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT),
+        x32=True,
+    ),
+    "aarch64": Machine(
+        audit_arch=0xC00000B7,
+        seccomp=277,
+        execs=(221, 281),
+        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT),
+    ),
 }
 X32_SYSCALL_BIT = 0x40000000
 
@@ -84,9 +104,10 @@ def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes
 
 def filter_program(machine: Machine) -> bytes:
     """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
-    x32 one, ``execve`` or ``execveat`` fails with EPERM; every other call is allowed."""
+    x32 one, ``execve``, ``execveat`` or one of the machine's ``channels`` fails with EPERM;
+    every other call is allowed."""
     tests = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
-    tests += [(JUMP_IF_EQUAL, number) for number in machine.execs]
+    tests += [(JUMP_IF_EQUAL, number) for number in (*machine.execs, *machine.channels)]
     program = [
         instruction(LOAD_WORD, AUDIT_ARCH),
         instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=len(tests) + 2),

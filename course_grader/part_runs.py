@@ -7,8 +7,14 @@ process had: its own pipes (passed over the zygote's socket, so a part that died
 leaves the next part's channel clean), its own control groups (the judge moves the forked
 runner into them before sending its job, and kills everything in them at the part's end), its
 own limits, filter and Landlock domain (set by the runner itself), an empty ``/tmp`` and a home
-holding only the released files and the hand-in. If the zygote is gone (a part's code killed
-it: same user), the next part starts a fresh sandbox: a crash costs only its own part.
+holding only the released files and the hand-in. If the zygote is gone, the next part starts a
+fresh sandbox: a crash costs only its own part.
+
+Only a sandbox with control groups forks more than one part: there the judge can kill all that a
+part started, and /tmp and the home are in the sandbox's memory, where the zygote puts them back.
+Without control groups (or bubblewrap) every part gets a fresh sandbox with a fresh home folder,
+as slow as before and as safe: the judge never reuses, empties or writes into a folder that a
+part's code could have changed (where it might have left a link to a file of the judge's).
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from typing import IO, Any
 
 from course_grader.meter import descendants, start_time
 from course_grader.sandbox import ControlGroups, Ending, Sandbox, SandboxRun
-from course_grader.zygote import empty
 
 ANSWER_SECONDS = 10.0  # the most the zygote may take to fork or reap; then it is taken for gone
 ALWAYS_WARM = ("numpy",)  # the runner's own import (protocol.py)
@@ -111,17 +116,16 @@ class WarmSandbox:
         self.channel: socket.socket | None = None
         self.home = folder
         self.starts = 0
-        self._forked = False  # a part's runner was forked in this sandbox: its files to put back
-        # With control groups the home and /tmp are in memory, emptied by the zygote; otherwise
-        # the home (and /tmp) is a folder of the judge's, emptied here.
-        self.in_memory = sandbox.isolated and sandbox.groups is not None
+        # With control groups the home and /tmp are in memory, put back by the zygote; otherwise
+        # the home (and /tmp) is a folder of the judge's, and each part gets a fresh sandbox.
+        self.reused = sandbox.isolated and sandbox.groups is not None
 
     def start(self) -> PartRun:
         """A fresh runner for one part, waiting for its job; a fresh sandbox if the zygote is
         gone. :class:`SandboxBroken` when a fresh sandbox cannot fork one either."""
         for attempt in range(2):
             try:
-                if self.run is None or self.channel is None or attempt:
+                if self.run is None or self.channel is None or attempt or not self.reused:
                     self.close()
                     self._start_sandbox()
                 return self._fork()
@@ -139,18 +143,12 @@ class WarmSandbox:
         self.run, self.channel = self.sandbox.start_zygote(self.home)
         self.channel.settimeout(self.sandbox.limits.wall_seconds)  # PyTorch takes seconds to import
         path = self.sandbox.inside_course_lib_parent
-        self._ask({"op": "warm", "path": path, "modules": self.modules, "restore": self.sandbox.isolated})
+        self._ask({"op": "warm", "path": path, "modules": self.modules, "restore": self.reused})
         self.channel.settimeout(ANSWER_SECONDS)
 
     def _fill_home(self) -> None:
-        """The judge's home folder for the sandbox: empty but for the released files and the
-        hand-in (fresh copies) and an empty ``.tmp`` (the sandbox's /tmp without control groups)."""
-        tmp = self.home / ".tmp"
-        if tmp.is_dir():
-            empty(str(tmp))
-            os.chmod(tmp, 0o1777)
-        empty(str(self.home), {".tmp"})
-        os.chmod(self.home, 0o777 if not self.in_memory else 0o755)
+        """The judge's new home folder for the sandbox: the released files and the hand-in."""
+        os.chmod(self.home, 0o755 if self.reused else 0o777)
         for source in sorted(self.files.iterdir()):
             if source.is_file():
                 shutil.copyfile(source, self.home / source.name)
@@ -159,14 +157,11 @@ class WarmSandbox:
         assert self.run is not None and self.channel is not None
         if self.run.process.poll() is not None:
             raise SandboxBroken("the sandbox ended")
-        if self._forked and not self.in_memory:
-            self._fill_home()  # what the last part wrote, gone; the files as released
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         stderr = tempfile.TemporaryFile()
         groups: list[Path] = []
         try:
-            self._forked = True
             fds = (request_read, reply_write, stderr.fileno())
             inner = int(self._ask({"op": "fork"}, fds)["pid"])
             pid = self._host_pid(inner)
@@ -230,7 +225,6 @@ class WarmSandbox:
         if self.channel is not None:
             self.channel.close()
             self.channel = None
-        self._forked = False
         return self.run.finish(grace=0.0) if self.run is not None else None
 
 

@@ -416,7 +416,9 @@ class Sandbox:
             if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
-        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        # /dev/shm (multiprocessing's locks) a file system of its own: a part can neither remove
+        # it nor, /dev and the root being read-only at the end, any other path of the sandbox's.
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
         if self.groups is not None:
             # Home in memory too (counted in the group): the data files are bound read-only into it.
             cmd += ["--tmpfs", INSIDE_HOME]
@@ -428,6 +430,7 @@ class Sandbox:
         cmd += ["--chdir", INSIDE_HOME]
         for name in ("runner.py", *RUNNER_MODULES):
             cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]  # writable: /tmp, /dev/shm, the home
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
         cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", *channel, MUST_FORBID]

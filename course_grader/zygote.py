@@ -6,10 +6,12 @@ cells import (NumPy, course_lib, PyTorch: instructor's choices, never the studen
 only waits on a Unix socket for the judge. It runs no cell, the instructor's or the student's.
 
 For each part the judge sends, with ``fork``, the part's own fresh pipes and stderr file
-(SCM_RIGHTS); the zygote puts the sandbox's writable file systems in memory (its root, /dev,
-/tmp and home with control groups) back as they were before the first part (a folder of the
-judge's, bound as the home, the judge empties from outside), forks, and answers with the
-child's pid in the sandbox. The child drops the socket
+(SCM_RIGHTS); where the judge forks more than one part in a sandbox (with control groups), the
+zygote first kills whatever an earlier part left running and puts the sandbox's writable file
+systems (/tmp, /dev/shm and the home, all in memory; the root and /dev are read-only) back as
+they were before the first part. It forks, and answers with the child's pid in the sandbox.
+What a part could leave elsewhere (message queues, keys, extended attributes) its filter
+refuses to make (:mod:`course_grader.no_programs`). The child drops the socket
 and returns the pipes to :func:`course_grader.runner.main`, which goes on exactly as a freshly
 started runner: it waits for its job (the judge first moves it into the part's control groups),
 sets its limits, installs a filter and a Landlock domain of its own, nested in the zygote's (so
@@ -62,9 +64,10 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
         message = json.loads(data)
         op = message.get("op")
         if op == "fork" and len(fds) == PART_FDS:
-            reap()
             if before is not None:
+                end_every_other_process()
                 restore(before)  # if it fails, the zygote ends: the judge starts a fresh sandbox
+            reap()
             sys.stdout.flush()
             sys.stderr.flush()  # nothing of the zygote's in the part's stderr
             pid = os.fork()
@@ -109,11 +112,12 @@ def warm(path: str, modules: list[str]) -> list[str]:
 ENDED: dict[int, int | None] = {}  # the parts' runners: pid -> return code, once reaped
 
 
-def reap() -> None:
-    """Every ended process the zygote is parent of (as the sandbox's pid 1, orphans too)."""
+def reap(block: bool = False) -> None:
+    """Every ended process the zygote is parent of (as the sandbox's pid 1, orphans too); with
+    ``block``, every one of them, waiting for each to end."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -137,8 +141,21 @@ def wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.002)
 
 
+def end_every_other_process() -> None:
+    """Kill whatever an earlier part left running (the judge's control groups have already; this
+    holds if they missed one): as the sandbox's pid 1, ``kill(-1)`` reaches every other process
+    of the sandbox and none outside it."""
+    if os.getpid() != 1:  # not the sandbox's init: -1 would mean every process of this user
+        return
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    reap(block=True)
+
+
 def rw_tmpfs_mounts() -> tuple[list[str], set[str]]:
-    """The sandbox's writable file systems in memory (its root, /dev, /tmp, the home: mount
+    """The sandbox's writable file systems in memory (/tmp, /dev/shm, the home: mount
     points of tmpfs, read-write) and every mount point (never removed, never looked into)."""
     writable, points = [], set()
     with open("/proc/self/mountinfo") as mounts:
@@ -218,29 +235,6 @@ def _restore(folder: str, before: dict[str, int], points: set[str]) -> None:
             os.unlink(path)
     if folder in before:
         os.chmod(folder, stat.S_IMODE(before[folder]))
-
-
-def empty(folder: str, keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-    """Remove everything in ``folder`` but the names in ``keep`` (the data files, bound
-    read-only), whatever permissions an earlier part's code gave it; the folder's own mode
-    back to what it is at the start."""
-    try:
-        entries = os.listdir(folder)
-    except PermissionError:
-        os.chmod(folder, 0o700)
-        entries = os.listdir(folder)
-    for name in entries:
-        if name in keep:
-            continue
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=_writable_then_retry)
-        else:
-            try:
-                os.unlink(path)
-            except PermissionError:
-                os.chmod(folder, stat.S_IRWXU)
-                os.unlink(path)
 
 
 def _writable_then_retry(function: Any, path: str, error: Any) -> None:
