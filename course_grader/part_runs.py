@@ -10,9 +10,10 @@ own limits, filter and Landlock domain (set by the runner itself), an empty ``/t
 holding only the released files and the hand-in. If the zygote is gone, the next part starts a
 fresh sandbox: a crash costs only its own part.
 
-Only a sandbox with control groups forks more than one part: there the judge can kill all that a
-part started, and /tmp and the home are in the sandbox's memory, where the zygote puts them back.
-Without control groups (or bubblewrap) every part gets a fresh sandbox with a fresh home folder,
+Only a sandbox with control groups and Landlock forks more than one part: there the judge can
+kill all that a part started, /tmp and the home are in the sandbox's memory, where the zygote
+puts them back, and no part can trace the zygote. Without them (or bubblewrap) every part gets
+a fresh sandbox with a fresh home folder,
 as slow as before and as safe: the judge never reuses, empties or writes into a folder that a
 part's code could have changed (where it might have left a link to a file of the judge's).
 """
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from course_grader.meter import descendants, start_time
+from course_grader.no_programs import landlock_abi
 from course_grader.sandbox import ControlGroups, Ending, Sandbox, SandboxRun
 
 ANSWER_SECONDS = 10.0  # the most the zygote may take to fork or reap; then it is taken for gone
@@ -116,9 +118,10 @@ class WarmSandbox:
         self.channel: socket.socket | None = None
         self.home = folder
         self.starts = 0
-        # With control groups the home and /tmp are in memory, put back by the zygote; otherwise
-        # the home (and /tmp) is a folder of the judge's, and each part gets a fresh sandbox.
-        self.reused = sandbox.isolated and sandbox.groups is not None
+        # With control groups the home and /tmp are in memory, put back by the zygote, and
+        # Landlock keeps each part from tracing the zygote; otherwise each part gets a fresh
+        # sandbox (its home and /tmp a new folder of the judge's).
+        self.reused = sandbox.isolated and sandbox.groups is not None and landlock_abi() > 0
 
     def start(self) -> PartRun:
         """A fresh runner for one part, waiting for its job; a fresh sandbox if the zygote is
