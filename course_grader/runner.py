@@ -292,6 +292,9 @@ def serve(message: dict) -> Any:
     raise ValueError(f"unknown request {op!r}")
 
 
+METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them
+
+
 def class_methods(cls: Any) -> list:
     """The functions, class and static methods a class of the notebook's has (its own and its
     bases', but Python's): [name as code points, kind, function], kind 0, 1 or 2. The judge
@@ -301,10 +304,9 @@ def class_methods(cls: Any) -> list:
         if klass.__module__ == "builtins":
             continue
         for name, value in vars(klass).items():
-            if type(value) is types.FunctionType:
-                found[name] = [[ord(c) for c in name], 0, value]
-            elif type(value) in (classmethod, staticmethod):
-                found[name] = [[ord(c) for c in name], 1 if type(value) is classmethod else 2, value.__func__]
+            kind = METHOD_KINDS.get(type(value))
+            if kind is not None:
+                found[name] = [[ord(c) for c in name], kind, value if kind == 0 else value.__func__]
     return list(found.values())
 
 

@@ -66,9 +66,10 @@ class VerdictMemo:
             return None
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
-        if verdict["crashed_cell"] or verdict["timed_out_cells"] or verdict["process_end"] or verdict["machinery"]:
-            return
-        if verdict["error"] == "Timeout":  # the test's own time limit (wall-clock): the load may have set it
+        ended_by_itself = not (
+            verdict["crashed_cell"] or verdict["timed_out_cells"] or verdict["process_end"] or verdict["machinery"]
+        )
+        if not ended_by_itself or verdict["error"] == "Timeout":  # a test's own time-out: the load's?
             return
         handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
         with os.fdopen(handle, "w") as out:

@@ -69,7 +69,7 @@ def test_a_time_out_or_a_crash_is_never_reused(tmp_path):
         "cell_timeout": 10,
     }
     memo = VerdictMemo(tmp_path, job)  # type: ignore[arg-type]
-    calm = {"crashed_cell": "", "timed_out_cells": [], "process_end": "", "machinery": "", "passed": True}
+    calm = {"crashed_cell": "", "timed_out_cells": [], "process_end": "", "machinery": "", "error": "", "passed": True}
     for field, value in [
         ("timed_out_cells", ["twice"]),
         ("crashed_cell", "twice"),
