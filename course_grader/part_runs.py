@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from course_grader.control_groups import ControlGroups
 from course_grader.meter import descendants, start_time
 from course_grader.no_programs import landlock_abi
-from course_grader.sandbox import ControlGroups, Ending, Sandbox, SandboxRun
+from course_grader.sandbox import Ending, Sandbox, SandboxRun
 
 ANSWER_SECONDS = 10.0  # the most the zygote may take to fork or reap; then it is taken for gone
 ALWAYS_WARM = ("numpy",)  # the runner's own import (protocol.py)

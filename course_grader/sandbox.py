@@ -1,8 +1,9 @@
 """Where a hand-in's code runs: a bubblewrap sandbox per hand-in, one fresh process per part.
 
 Inside the sandbox the runner (:mod:`course_grader.runner`) sees a read-only Python
-(interpreter, virtual environment, course_lib), an empty ``/tmp``, and one writable scratch
-folder with the assignment's data files and the hand-in; nothing else of the grader's file
+(interpreter, virtual environment, course_lib), a read-only root and ``/dev``, an empty ``/tmp``
+and ``/dev/shm``, and one writable home folder with the assignment's data files and the
+hand-in; nothing else of the grader's file
 system (no ``solutions/``, no gradebook, no other student's work, no tests). It runs as an
 unprivileged user in new user, PID, network, IPC and UTS namespaces: no network at all (not
 even the host's loopback), no view of the grader's processes, an empty environment, and every
@@ -16,8 +17,9 @@ without seccomp), grading refuses to run, as without bubblewrap.
 
 **Classmates stay safe.** Each sandbox gets limits of its own that the kernel enforces
 whoever runs the grader: where the grader may create control groups (root, cgroup v1 or v2,
-as on a grading server or in CI), each sandbox is in its own group with a process limit and a
-memory limit (``/tmp`` is in memory, so it counts); otherwise, as root, each grading slot
+as on a grading server or in CI), each sandbox and each part's runner is in groups of its own
+with a process limit and a memory limit (:mod:`course_grader.control_groups`; ``/tmp`` and the
+home are in memory, so they count); otherwise, as root, each grading slot
 runs as its own unprivileged user, so the kernel's per-user process limit is that slot's
 alone. Per-process limits (CPU time, address space, file size, processes) apply in every
 case, and the whole sandbox is killed at its wall-clock limit.
@@ -45,11 +47,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from course_grader.control_groups import ControlGroups
 from course_grader.no_programs import MUST_FORBID, unavailable
 from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 from course_grader.zygote import ZYGOTE
@@ -159,93 +161,6 @@ def _python_folders_in(tree: Path) -> list[Path]:
             elif name.startswith("python") and os.path.isfile(os.path.join(folder, name, "os.py")):
                 found.append(Path(folder, name).resolve())
     return found
-
-
-class ControlGroups:
-    """One control group per sandbox (pids, memory and an equal share of the processors),
-    cgroup v2 or v1, when this process may make them; ``None`` from :meth:`find` otherwise."""
-
-    def __init__(self, folders: dict[str, Path], v2: bool):
-        self.folders, self.v2 = folders, v2
-
-    @classmethod
-    def find(cls) -> ControlGroups | None:
-        base = Path("/sys/fs/cgroup")
-        if os.geteuid() != 0:
-            return None
-        if (base / "cgroup.controllers").exists():
-            controllers = (base / "cgroup.controllers").read_text().split()
-            if {"pids", "memory", "cpu"} <= set(controllers):
-                parent = base / "course-grader"
-                try:
-                    parent.mkdir(exist_ok=True)
-                    (base / "cgroup.subtree_control").write_text("+pids +memory +cpu")
-                    (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
-                    return cls({"unified": parent}, v2=True)
-                except OSError:
-                    return None
-            return None
-        folders = {name: base / name / "course-grader" for name in ("pids", "memory", "cpu")}
-        try:
-            for folder in folders.values():
-                folder.mkdir(exist_ok=True)
-        except OSError:
-            return None
-        return cls(folders, v2=False)
-
-    def make(self, limits: Limits) -> list[Path]:
-        """New groups for one sandbox with its limits; the folders to join and remove."""
-        name = uuid.uuid4().hex
-        made = []
-        try:
-            if self.v2:
-                group = self.folders["unified"] / name
-                group.mkdir()
-                made.append(group)
-                (group / "pids.max").write_text(str(limits.processes))
-                (group / "memory.max").write_text(str(limits.group_memory_bytes))
-                if (group / "memory.swap.max").exists():
-                    (group / "memory.swap.max").write_text("0")
-            else:
-                pids = self.folders["pids"] / name
-                pids.mkdir()
-                made.append(pids)
-                (pids / "pids.max").write_text(str(limits.processes))
-                memory = self.folders["memory"] / name
-                memory.mkdir()
-                made.append(memory)
-                (memory / "memory.limit_in_bytes").write_text(str(limits.group_memory_bytes))
-                cpu = self.folders["cpu"] / name  # an equal share of the processors, however many processes
-                cpu.mkdir()
-                made.append(cpu)
-        except OSError:
-            self.remove(made)
-            raise
-        return made
-
-    @staticmethod
-    def remove(groups: list[Path]) -> None:
-        """Kill whatever is left in the groups, then remove them."""
-        for group in groups:
-            for _ in range(50):
-                try:
-                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-                except OSError:
-                    break
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                import time
-
-                time.sleep(0.01)
-            try:
-                group.rmdir()
-            except OSError:
-                pass
 
 
 @dataclass

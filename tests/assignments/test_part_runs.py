@@ -321,7 +321,14 @@ def test_the_judge_empties_no_folder_outside_the_home_without_control_groups(war
 
 def test_no_extended_attribute_outlives_its_part(warm):
     # restore() puts back a folder's mode, not its extended attributes: the filter refuses them.
-    tag = "import os\ntry:\n    os.setxattr('/tmp', 'user.left', b'earlier')\n    out = 'tagged'\nexcept OSError as e:\n    out = e.strerror"
+    tag = """
+import os
+try:
+    os.setxattr('/tmp', 'user.left', b'earlier')
+    out = 'tagged'
+except OSError as error:
+    out = error.strerror
+"""
     tagged, _ = run_part(warm, tag)
     assert tagged == "Operation not permitted", tagged
     seen, _ = run_part(warm, "import os\nout = repr(os.listxattr('/tmp'))")
