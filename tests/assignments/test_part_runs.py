@@ -333,3 +333,83 @@ except OSError as error:
     assert tagged == "Operation not permitted", tagged
     seen, _ = run_part(warm, "import os\nout = repr(os.listxattr('/tmp'))")
     assert seen == "[]", f"a later part read what an earlier part wrote: {seen}"
+
+
+SET_THE_TIMES = """
+import os
+for folder in ('/tmp', '/dev/shm', '.'):  # the sandbox user's own folders: any time it likes
+    os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
+out = 'set'
+"""
+READ_THE_TIMES = """
+import os
+out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns) for f in ('/tmp', '/dev/shm', '.')])
+"""
+
+
+def test_no_folder_time_an_earlier_part_set_reaches_a_later_part(warm):
+    # restore() puts back what /tmp, /dev/shm and the home hold and their modes, not their
+    # times: utime() on them writes two 64-bit numbers each that the next part reads.
+    done, _ = run_part(warm, SET_THE_TIMES)
+    assert done == "set", done
+    seen, _ = run_part(warm, READ_THE_TIMES)
+    assert "1234567890123456789" not in str(seen), f"a later part read the times an earlier part set: {seen}"
+
+
+COUNT_UP = """
+import ctypes, os, socket
+libc = ctypes.CDLL(None)
+for _ in range(37):  # the sandbox's pid namespace hands out the next pid
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+for k in range(53):  # the tmpfs hands out the next inode number
+    open(f'/tmp/{k}', 'w').close()
+    os.unlink(f'/tmp/{k}')
+for _ in range(11):  # the IPC namespace the next identifier (restore() removes the segment)
+    libc.shmctl(libc.shmget(0, 4096, 0o1000 | 0o600), 0, None)
+for _ in range(29):  # the network namespace counts routes not found (Ip: OutNoRoutes)
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('10.1.2.3', 9))
+    except OSError:
+        pass
+listener = socket.socket()  # a connection closed here waits a minute in TIME_WAIT: its address
+listener.bind(('127.42.43.44', 4321))  # and port (40 bits the part chose) in /proc/net/tcp
+listener.listen()
+client = socket.create_connection(('127.42.43.44', 4321))
+listener.accept()[0].close()
+client.close()
+out = 'counted'
+"""
+READ_THE_COUNTS = """
+import ctypes, os
+libc = ctypes.CDLL(None)
+open('/tmp/new', 'w').close()
+net = {name: open(f'/proc/net/{name}').read() for name in ('snmp', 'dev', 'tcp')}
+out = repr({
+    'pid': os.getpid(),
+    'inode': os.stat('/tmp/new').st_ino,
+    'shm': libc.shmget(0, 4096, 0o1000 | 0o600),
+    'snmp': [line for line in net['snmp'].splitlines() if line.startswith(('Ip: 2', 'Tcp: 1'))],
+    'lo': [line.split()[:3] for line in net['dev'].splitlines() if 'lo:' in line],
+    'tcp': [line.split()[1:3] for line in net['tcp'].splitlines()[1:]],
+})
+"""
+
+
+def test_no_kernel_count_an_earlier_part_made_reaches_a_later_part(warm):
+    # The sandbox's pid, IPC and network namespaces and its tmpfs are every part's: the next
+    # pid, inode number and shared memory identifier, the network's counters and connections
+    # in TIME_WAIT say what (and how much) an earlier part did; no process of its is left.
+    counted, _ = run_part(warm, COUNT_UP)
+    assert counted == "counted", counted
+    seen = eval(run_part(warm, READ_THE_COUNTS)[0])  # noqa: S307 - the runner's repr of a dict
+    other = warm.folder / "other"
+    other.mkdir()
+    idle = WarmSandbox(warm.sandbox, other, warm.files, ["numpy"])
+    run_part(idle, "out = 'idle'")
+    fresh = eval(run_part(idle, READ_THE_COUNTS)[0])  # noqa: S307
+    idle.close()
+    differ = {name: (seen[name], fresh[name]) for name in seen if seen[name] != fresh[name]}
+    assert not differ, f"a later part read counts an earlier part made (after it, after an idle part): {differ}"
