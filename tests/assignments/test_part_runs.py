@@ -413,3 +413,47 @@ def test_no_kernel_count_an_earlier_part_made_reaches_a_later_part(warm):
     idle.close()
     differ = {name: (seen[name], fresh[name]) for name in seen if seen[name] != fresh[name]}
     assert not differ, f"a later part read counts an earlier part made (after it, after an idle part): {differ}"
+
+
+CHANGE_THE_ZYGOTE = """
+import os, resource
+# The zygote (pid 1) has this part's user: the kernel lets a part lower its limits, its
+# priority and its processors, and raise its OOM score; every later part's runner, forked
+# from it, inherits them (the runner sets only the CPU, memory, file, process and core limits).
+resource.prlimit(1, resource.RLIMIT_DATA, (300 << 20, 300 << 20))
+resource.prlimit(1, resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+resource.prlimit(1, resource.RLIMIT_NOFILE, (77, 77))
+os.setpriority(os.PRIO_PROCESS, 1, 13)
+os.sched_setaffinity(1, {max(os.sched_getaffinity(0))})
+with open('/proc/1/oom_score_adj', 'w') as score:
+    score.write('777')
+out = 'changed'
+"""
+READ_WHAT_IT_INHERITED = """
+import os, resource
+names = ('RLIMIT_DATA', 'RLIMIT_STACK', 'RLIMIT_NOFILE')
+out = repr([*(resource.getrlimit(getattr(resource, n)) for n in names), os.getpriority(os.PRIO_PROCESS, 0),
+            sorted(os.sched_getaffinity(0)), open('/proc/self/oom_score_adj').read().strip()])
+"""
+HONEST_ALLOCATION = "import numpy\nout = float(numpy.ones(50_000_000).sum())"  # 400 MB
+
+
+def test_no_limit_an_earlier_part_set_on_the_zygote_reaches_a_later_part(warm):
+    before, _ = run_part(warm, READ_WHAT_IT_INHERITED)
+    changed, _ = run_part(warm, CHANGE_THE_ZYGOTE)
+    assert changed == "changed", changed
+    after, _ = run_part(warm, READ_WHAT_IT_INHERITED)
+    assert after == before, f"a later part inherited what an earlier part set on the zygote: {after} (was {before})"
+    honest, _ = run_part(warm, HONEST_ALLOCATION)
+    assert honest == 5e7, f"an honest later part failed: {honest}"
+
+
+def test_an_earlier_part_cannot_keep_a_later_parts_runner_from_starting(warm):
+    # The zygote's hard file-size limit lowered below the one the runner sets: the next
+    # runner's setrlimit fails before any cell runs, which the judge takes for a failure of
+    # the machinery, and the whole hand-in goes unscored, to a human.
+    lowered = "import resource\nresource.prlimit(1, resource.RLIMIT_FSIZE, (4096, 4096))\nout = 'lowered'"
+    done, _ = run_part(warm, lowered)
+    assert done == "lowered", done
+    later, _ = run_part(warm, "out = 'ran'")
+    assert later == "ran", f"a later part's runner did not start: {later!r}"
