@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from course_grader import stand_ins
+from course_grader.meter import MemoryMeter
 from course_grader.no_programs import landlock_abi
 from course_grader.part_runs import PartRun, WarmSandbox
 from course_grader.protocol import READY, Endpoint
@@ -23,10 +24,14 @@ from course_grader.stand_ins import JudgeCodec, serve
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
 
-def run_part(warm: WarmSandbox, source: str) -> tuple[object, PartRun]:
+def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> tuple[object, PartRun]:
     """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
-    ended the channel) and the finished run."""
+    ended the channel) and the finished run. With ``peaks``, the judge's meter of the runner,
+    reset before the job is sent: the most memory the cell held goes into the list."""
     run = warm.start()
+    if peaks is not None:
+        meter = MemoryMeter(run.pid)
+        baseline = meter.reset()
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     sandbox = warm.sandbox
     stand_ins.CHANNEL.send(
@@ -45,6 +50,8 @@ def run_part(warm: WarmSandbox, source: str) -> tuple[object, PartRun]:
         while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
             pass
         out = stand_ins.CHANNEL.codec.decode(event["names"].get("out"))
+        if peaks is not None:
+            peaks.append(meter.peak() - baseline)
     except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
         out = error
     run.finish()
@@ -457,3 +464,33 @@ def test_an_earlier_part_cannot_keep_a_later_parts_runner_from_starting(warm):
     assert done == "lowered", done
     later, _ = run_part(warm, "out = 'ran'")
     assert later == "ran", f"a later part's runner did not start: {later!r}"
+
+
+HOLD_IN_A_CHILD = """
+import os, numpy
+child = os.fork()
+if child == 0:  # the memory is held by a process of the part's that is not the runner
+    numpy.ones(40_000_000)
+    os._exit(0)
+os.waitpid(child, 0)
+out = 'held'
+"""
+HOLD_THEN_RESET_THE_MARK = """
+import numpy
+numpy.ones(40_000_000)  # 320 MB, given back to the kernel as the array goes
+with open('/proc/self/clear_refs', 'w') as marks:
+    marks.write('5')  # the runner's own high-water mark, reset to what it holds now
+out = 'held'
+"""
+
+
+def test_the_meter_sees_all_the_memory_a_part_held(warm):
+    # peak_memory (ps13's checkpointing test) reads the runner's VmHWM: memory a forked child
+    # holds is never counted (an answer that records the whole flight in a child passes,
+    # 19/19 where the same answer in the runner scores 13/19), and the runner may reset its
+    # own mark through /proc/self/clear_refs just before the call returns.
+    peaks: list[int] = []
+    for source in (HOLD_IN_A_CHILD, HOLD_THEN_RESET_THE_MARK):
+        held, _ = run_part(warm, source, peaks)
+        assert held == "held", held
+    assert min(peaks) >= 300e6, f"the meter read {[f'{p / 1e6:.1f} MB' for p in peaks]} for 320 MB held"
