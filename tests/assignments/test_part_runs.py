@@ -494,3 +494,17 @@ def test_the_meter_sees_all_the_memory_a_part_held(warm):
         held, _ = run_part(warm, source, peaks)
         assert held == "held", held
     assert min(peaks) >= 300e6, f"the meter read {[f'{p / 1e6:.1f} MB' for p in peaks]} for 320 MB held"
+
+
+READ_THE_ZYGOTES_PEAK = "out = repr([line.split()[1] for line in open('/proc/1/status') if line.startswith('VmHWM')])"
+LEAVE_MANY_FILES = "for k in range(30000):\n    open(f'/tmp/{k:0200}', 'w').close()\nout = 'left'"
+
+
+def test_no_later_part_reads_what_an_earlier_part_made_the_zygote_do(warm):
+    # The zygote's /proc/1/status is readable by every part: its memory's high-water mark,
+    # raised by listing and removing the files an earlier part left, says how many it left.
+    before, _ = run_part(warm, READ_THE_ZYGOTES_PEAK)
+    left, _ = run_part(warm, LEAVE_MANY_FILES)
+    assert left == "left", left
+    after, _ = run_part(warm, READ_THE_ZYGOTES_PEAK)
+    assert after == before, f"the zygote's peak memory (kB) went from {before} to {after}"
