@@ -343,24 +343,37 @@ except OSError as error:
 
 
 SET_THE_TIMES = """
-import os
+import fcntl, os, struct
 for folder in ('/tmp', '/dev/shm', '.'):  # the sandbox user's own folders: any time it likes
     os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
+    descriptor = os.open(folder, os.O_RDONLY)  # and two of its inode's flags (nodump, noatime)
+    fcntl.ioctl(descriptor, 0x40086602, struct.pack('l', 0x40 | 0x80))  # FS_IOC_SETFLAGS
+    os.close(descriptor)
 out = 'set'
 """
 READ_THE_TIMES = """
-import os
-out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns) for f in ('/tmp', '/dev/shm', '.')])
+import fcntl, os, struct
+def flags(folder):
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        return struct.unpack('l', fcntl.ioctl(descriptor, 0x80086601, bytes(8)))[0]  # FS_IOC_GETFLAGS
+    finally:
+        os.close(descriptor)
+out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in ('/tmp', '/dev/shm', '.')])
 """
 
 
-def test_no_folder_time_an_earlier_part_set_reaches_a_later_part(warm):
+def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
     # restore() puts back what /tmp, /dev/shm and the home hold and their modes, not their
-    # times: utime() on them writes two 64-bit numbers each that the next part reads.
+    # times (utime() writes two 64-bit numbers on each) nor their inode flags (FS_IOC_SETFLAGS):
+    # the next part reads them.
+    before, _ = run_part(warm, READ_THE_TIMES)
     done, _ = run_part(warm, SET_THE_TIMES)
     assert done == "set", done
     seen, _ = run_part(warm, READ_THE_TIMES)
     assert "1234567890123456789" not in str(seen), f"a later part read the times an earlier part set: {seen}"
+    flags = [eval(text)[k][2] for text in (before, seen) for k in range(3)]  # noqa: S307 - the runner's repr
+    assert flags[:3] == flags[3:], f"a later part read the inode flags an earlier part set: {flags[3:]}"
 
 
 COUNT_UP = """
