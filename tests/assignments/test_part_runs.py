@@ -521,3 +521,32 @@ def test_no_later_part_reads_what_an_earlier_part_made_the_zygote_do(warm):
     assert left == "left", left
     after, _ = run_part(warm, READ_THE_ZYGOTES_PEAK)
     assert after == before, f"the zygote's peak memory (kB) went from {before} to {after}"
+
+
+TOUCH_A_DEVICE = """
+import os
+done = []
+for change in (lambda: os.chmod('/dev/full', 0o666), lambda: os.utime('/dev/full', ns=(1111111111000000001, 1222))):
+    try:  # the mode /dev/full has: were it 0, no process of the host but root's could open it
+        change()
+        done.append('changed')
+    except OSError as error:
+        done.append(error.strerror)
+out = repr(done)
+"""
+
+
+def test_a_part_changes_no_device_node_of_the_host(warm):
+    # bubblewrap's --dev binds the host's /dev/null, zero, full, random, urandom and tty, read-
+    # write; as root the sandbox's user is the host's root (uid 0, no capabilities), their owner:
+    # a part could chmod the host's /dev/null for every user of the machine and every sandbox,
+    # or write a number into its times that a later part, or another hand-in, reads.
+    host = os.stat("/dev/full")
+    try:
+        done, _ = run_part(warm, TOUCH_A_DEVICE)
+        after = os.stat("/dev/full")
+        assert (after.st_atime_ns, after.st_mtime_ns) == (host.st_atime_ns, host.st_mtime_ns), (
+            f"a part changed the host's /dev/full: {done}"
+        )
+    finally:
+        os.utime("/dev/full", ns=(host.st_atime_ns, host.st_mtime_ns))
