@@ -344,6 +344,8 @@ except OSError as error:
 
 SET_THE_TIMES = """
 import fcntl, os, struct
+for folder in ('/proc', '/dev/pts'):  # the sandbox's own proc and devpts: never put back either
+    os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
 for folder in ('/tmp', '/dev/shm', '.'):  # the sandbox user's own folders: any time it likes
     os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
     descriptor = os.open(folder, os.O_RDONLY)  # and two of its inode's flags (nodump, noatime)
@@ -359,14 +361,16 @@ def flags(folder):
         return struct.unpack('l', fcntl.ioctl(descriptor, 0x80086601, bytes(8)))[0]  # FS_IOC_GETFLAGS
     finally:
         os.close(descriptor)
-out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in ('/tmp', '/dev/shm', '.')])
+times = [(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns) for f in ('/proc', '/dev/pts')]
+out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in ('/tmp', '/dev/shm', '.')] + times)
 """
 
 
 def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
     # restore() puts back what /tmp, /dev/shm and the home hold and their modes, not their
-    # times (utime() writes two 64-bit numbers on each) nor their inode flags (FS_IOC_SETFLAGS):
-    # the next part reads them.
+    # times (utime() writes two 64-bit numbers on each) nor their inode flags (FS_IOC_SETFLAGS),
+    # and never looks at /proc and /dev/pts, whose times the part may set too: the next part
+    # reads them.
     before, _ = run_part(warm, READ_THE_TIMES)
     done, _ = run_part(warm, SET_THE_TIMES)
     assert done == "set", done
