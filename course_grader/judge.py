@@ -137,7 +137,7 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
     except SandboxBroken as error:  # nothing of the student's ran: the sandbox itself fails
         verdict.machinery = f"the sandbox ended before the student's code ran ({error})"
         return verdict
-    METER = MemoryMeter(run.pid)
+    METER = MemoryMeter(run.pid, run.groups)
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None

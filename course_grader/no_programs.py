@@ -52,6 +52,7 @@ class Machine(NamedTuple):
     seccomp: int
     execs: tuple[int, int]
     channels: tuple[int, ...]
+    owner_calls: tuple[int, ...]
     # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
     # 30 set (x32's execve is another number), so the filter refuses every one of those.
     x32: bool = False
@@ -62,13 +63,19 @@ class Machine(NamedTuple):
 # the kernel's keyrings (add_key, request_key, keyctl) and extended attributes (setxattr,
 # lsetxattr, fsetxattr, setxattrat: 463 on every machine since Linux 6.13). No honest answer
 # needs them; multiprocessing's locks are files in /dev/shm, which are put back.
-SETXATTRAT = 463
+# A part's runner also may not change a file's mode or times (chmod, fchmod, fchmodat, fchmodat2:
+# 452 everywhere; utime, utimes, futimesat, utimensat), which only the file's owner may: where
+# the grader runs as root, the sandbox's user is the host's root to the kernel, and so the owner
+# of the host's /dev/null, /dev/zero, ... that bubblewrap binds into the sandbox (writable, as
+# devices must be). The warm runner keeps both, to put the sandbox's own folders back.
+SETXATTRAT, FCHMODAT2 = 463, 452
 MACHINES = {
     "x86_64": Machine(
         audit_arch=0xC000003E,
         seccomp=317,
         execs=(59, 322),
         channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT),
+        owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261, 280),
         x32=True,
     ),
     "aarch64": Machine(
@@ -76,6 +83,7 @@ MACHINES = {
         seccomp=277,
         execs=(221, 281),
         channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT),
+        owner_calls=(52, 53, FCHMODAT2, 88),
     ),
 }
 X32_SYSCALL_BIT = 0x40000000
@@ -102,12 +110,13 @@ def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes
     return struct.pack("=HBBI", code, if_true, if_false, k)
 
 
-def filter_program(machine: Machine) -> bytes:
+def filter_program(machine: Machine, part: bool = True) -> bytes:
     """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
-    x32 one, ``execve``, ``execveat`` or one of the machine's ``channels`` fails with EPERM;
-    every other call is allowed."""
+    x32 one, ``execve``, ``execveat`` or one of the machine's ``channels`` (and, in a ``part``'s
+    runner, its ``owner_calls``) fails with EPERM; every other call is allowed."""
     tests = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
-    tests += [(JUMP_IF_EQUAL, number) for number in (*machine.execs, *machine.channels)]
+    refused = (*machine.execs, *machine.channels, *(machine.owner_calls if part else ()))
+    tests += [(JUMP_IF_EQUAL, number) for number in refused]
     program = [
         instruction(LOAD_WORD, AUDIT_ARCH),
         instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=len(tests) + 2),
@@ -152,11 +161,12 @@ def unavailable() -> str | None:
     return None
 
 
-def forbid_programs() -> None:
+def forbid_programs(part: bool = True) -> None:
     """From now on no program can start in this process or any it forks (execve fails with
-    EPERM); :class:`ProgramsNotForbidden` if the kernel refused the filter."""
+    EPERM), nor, in a ``part``'s runner, can a file's mode or times change;
+    :class:`ProgramsNotForbidden` if the kernel refused the filter."""
     machine = this_machine()
-    program = filter_program(machine)
+    program = filter_program(machine, part)
     instructions = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):

@@ -392,11 +392,11 @@ def _is_module(value: Any) -> bool:
 JUDGE: Endpoint
 
 
-def forbid(must: bool) -> None:
+def forbid(must: bool, part: bool = True) -> None:
     """No programs from here on (a seccomp filter, a Landlock domain): where the machine cannot
-    and ``must``, end before anything runs."""
+    and ``must``, end before anything runs. The warm runner (not a ``part``'s) keeps chmod."""
     try:
-        forbid_programs()
+        forbid_programs(part)
     except ProgramsNotForbidden as error:
         if must:
             raise SystemExit(f"the sandbox cannot forbid running other programs here: {error}") from None
@@ -406,7 +406,7 @@ def main() -> None:
     global JUDGE
     must_forbid = MUST_FORBID in sys.argv[2:]
     if sys.argv[1] == ZYGOTE:  # the hand-in's warm runner: returns here in each part's fresh child
-        forbid(must_forbid)
+        forbid(must_forbid, part=False)
         request_fd, reply_fd = serve_forks(int(sys.argv[2]))
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:

@@ -345,7 +345,8 @@ class Sandbox:
         cmd += ["--chdir", INSIDE_HOME]
         for name in ("runner.py", *RUNNER_MODULES):
             cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
-        cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]  # writable: /tmp, /dev/shm, the home
+        # Writable: /tmp, /dev/shm, the home (and /dev/pts, /dev/null ...: devices must be).
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/proc", "--remount-ro", "/"]
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
         cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", *channel, MUST_FORBID]

@@ -29,15 +29,19 @@ Standard library only: it runs inside the sandbox, beside runner.py.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import importlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
 import stat
+import struct
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 ZYGOTE = "--zygote"  # runner.py's flag: be the warm runner on this socket's descriptor
@@ -53,7 +57,7 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
     # The sandbox's pid 1 (bubblewrap's --as-pid-1): the kernel delivers it no signal from a
     # part's process but those it handles, and it handles none (Python's SIGINT handler too).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    before: dict[str, int] | None = None  # the sandbox's writable files before any part ran
+    before: Before | None = None  # the sandbox's writable files, and the zygote, before any part ran
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, PART_FDS)
@@ -66,6 +70,8 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
         if op == "fork" and len(fds) == PART_FDS:
             if before is not None:
                 end_every_other_process()
+                if own_state() != before.state:  # a part lowered a limit of the zygote's: no putting it back
+                    os._exit(0)  # the judge starts a fresh sandbox for the part
                 restore(before)  # if it fails, the zygote ends: the judge starts a fresh sandbox
             reap()
             sys.stdout.flush()
@@ -169,15 +175,48 @@ def rw_tmpfs_mounts() -> tuple[list[str], set[str]]:
     return writable, points
 
 
-def snapshot() -> dict[str, int]:
-    """Every path on the sandbox's writable file systems in memory, with its mode: what the
-    sandbox held before any part ran."""
+@dataclass
+class Before:
+    """What the sandbox held before any part ran: every path on its writable file systems in
+    memory with its mode, the times and inode flags of those file systems' roots, and what a
+    process of the zygote's user may change of the zygote itself (:func:`own_state`)."""
+
+    modes: dict[str, int]
+    roots: dict[str, tuple[int, int, int]]
+    state: tuple
+
+
+def snapshot() -> Before:
     roots, points = rw_tmpfs_mounts()
-    found = {}
-    for root in roots:
-        for path in _walk(root, points):
-            found[path] = os.lstat(path).st_mode
-    return found
+    modes = {path: os.lstat(path).st_mode for root in roots for path in _walk(root, points)}
+    times = {root: (os.stat(root).st_atime_ns, os.stat(root).st_mtime_ns, _flags(root)) for root in roots}
+    return Before(modes, times, own_state())
+
+
+def own_state() -> tuple:
+    """What any process of the sandbox's user may change of the zygote (pid 1), and every later
+    part's runner would inherit: its resource limits (lowered for good), its priority, its
+    scheduling policy and its processors."""
+    limits = tuple(
+        resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")
+    )
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0))
+
+
+GET_FLAGS, SET_FLAGS = 0x80086601, 0x40086602  # FS_IOC_GETFLAGS, FS_IOC_SETFLAGS (64-bit machines)
+
+
+def _flags(folder: str, value: int | None = None) -> int:
+    """The inode flags of ``folder`` (nodump, noatime, ...); with ``value``, set them first."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if value is not None:
+            fcntl.ioctl(descriptor, SET_FLAGS, struct.pack("l", value))
+        return struct.unpack("l", fcntl.ioctl(descriptor, GET_FLAGS, bytes(8)))[0]
+    except OSError:
+        return 0  # a file system without inode flags
+    finally:
+        os.close(descriptor)
 
 
 def _walk(root: str, points: set[str]):
@@ -197,14 +236,18 @@ def _walk(root: str, points: set[str]):
     yield root
 
 
-def restore(before: dict[str, int]) -> None:
+def restore(before: Before) -> None:
     """The sandbox's writable file systems in memory as :func:`snapshot` saw them: what a part
-    made there removed, the modes of what was there put back; and no System V shared memory,
-    semaphore or message queue left (they outlive their processes in the sandbox's IPC
-    namespace, which all its parts share)."""
+    made there removed, the modes of what was there put back, their roots' times and flags as
+    they were; and no System V shared memory, semaphore or message queue left (they outlive
+    their processes in the sandbox's IPC namespace, which all its parts share)."""
     roots, points = rw_tmpfs_mounts()
     for root in roots:
-        _restore(root, before, points)
+        _restore(root, before.modes, points)
+        atime, mtime, flags = before.roots.get(root, (0, 0, 0))
+        if _flags(root) != flags:
+            _flags(root, flags)
+        os.utime(root, ns=(atime, mtime))
     libc = ctypes.CDLL(None)
     for table, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
         try:

@@ -30,7 +30,7 @@ def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> 
     reset before the job is sent: the most memory the cell held goes into the list."""
     run = warm.start()
     if peaks is not None:
-        meter = MemoryMeter(run.pid)
+        meter = MemoryMeter(run.pid, run.groups)
         baseline = meter.reset()
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     sandbox = warm.sandbox
@@ -77,10 +77,8 @@ for path in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace'):
             f.write('left')
     except OSError:
         pass
-os.makedirs('locked/inner')
-os.chmod('locked/inner', 0)
-os.chmod('locked', 0)
-os.chmod('/tmp', 0o700)
+os.mkdir('locked')
+os.mkdir('locked/inner', 0)  # made without any permission (a part may not chmod)
 try:
     open('data.csv', 'w').write('changed')
 except OSError:
@@ -344,14 +342,18 @@ except OSError as error:
 
 SET_THE_TIMES = """
 import fcntl, os, struct
-for folder in ('/proc', '/dev/pts'):  # the sandbox's own proc and devpts: never put back either
-    os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
-for folder in ('/tmp', '/dev/shm', '.'):  # the sandbox user's own folders: any time it likes
-    os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
-    descriptor = os.open(folder, os.O_RDONLY)  # and two of its inode's flags (nodump, noatime)
+refused = []
+for folder in ('/proc', '/dev/pts', '/tmp', '/dev/shm', '.'):  # any time it likes
+    try:
+        os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
+    except OSError:
+        refused.append(folder)
+for folder in ('/tmp', '/dev/shm', '.'):  # and two of its inode's flags (nodump, noatime)
+    descriptor = os.open(folder, os.O_RDONLY)
     fcntl.ioctl(descriptor, 0x40086602, struct.pack('l', 0x40 | 0x80))  # FS_IOC_SETFLAGS
     os.close(descriptor)
-out = 'set'
+    open(f'{folder}/new', 'w').close()  # the folder's times change as it changes, too
+out = repr(refused)
 """
 READ_THE_TIMES = """
 import fcntl, os, struct
@@ -367,76 +369,16 @@ out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in 
 
 
 def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
-    # restore() puts back what /tmp, /dev/shm and the home hold and their modes, not their
-    # times (utime() writes two 64-bit numbers on each) nor their inode flags (FS_IOC_SETFLAGS),
-    # and never looks at /proc and /dev/pts, whose times the part may set too: the next part
-    # reads them.
+    # utime() would write two 64-bit numbers on each folder (a part's filter refuses it); a
+    # folder's times change with what it holds, and its inode flags (FS_IOC_SETFLAGS) are the
+    # user's to set: restore() puts them back on /tmp, /dev/shm and the home.
     before, _ = run_part(warm, READ_THE_TIMES)
     done, _ = run_part(warm, SET_THE_TIMES)
-    assert done == "set", done
+    assert done == repr(["/proc", "/dev/pts", "/tmp", "/dev/shm", "."]), done
     seen, _ = run_part(warm, READ_THE_TIMES)
-    assert "1234567890123456789" not in str(seen), f"a later part read the times an earlier part set: {seen}"
+    assert seen == before, f"a later part read the times an earlier part set: {seen} (were {before})"
     flags = [eval(text)[k][2] for text in (before, seen) for k in range(3)]  # noqa: S307 - the runner's repr
     assert flags[:3] == flags[3:], f"a later part read the inode flags an earlier part set: {flags[3:]}"
-
-
-COUNT_UP = """
-import ctypes, os, socket
-libc = ctypes.CDLL(None)
-for _ in range(37):  # the sandbox's pid namespace hands out the next pid
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-for k in range(53):  # the tmpfs hands out the next inode number
-    open(f'/tmp/{k}', 'w').close()
-    os.unlink(f'/tmp/{k}')
-for _ in range(11):  # the IPC namespace the next identifier (restore() removes the segment)
-    libc.shmctl(libc.shmget(0, 4096, 0o1000 | 0o600), 0, None)
-for _ in range(29):  # the network namespace counts routes not found (Ip: OutNoRoutes)
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('10.1.2.3', 9))
-    except OSError:
-        pass
-listener = socket.socket()  # a connection closed here waits a minute in TIME_WAIT: its address
-listener.bind(('127.42.43.44', 4321))  # and port (40 bits the part chose) in /proc/net/tcp
-listener.listen()
-client = socket.create_connection(('127.42.43.44', 4321))
-listener.accept()[0].close()
-client.close()
-out = 'counted'
-"""
-READ_THE_COUNTS = """
-import ctypes, os
-libc = ctypes.CDLL(None)
-open('/tmp/new', 'w').close()
-net = {name: open(f'/proc/net/{name}').read() for name in ('snmp', 'dev', 'tcp')}
-out = repr({
-    'pid': os.getpid(),
-    'inode': os.stat('/tmp/new').st_ino,
-    'shm': libc.shmget(0, 4096, 0o1000 | 0o600),
-    'snmp': [line for line in net['snmp'].splitlines() if line.startswith(('Ip: 2', 'Tcp: 1'))],
-    'lo': [line.split()[:3] for line in net['dev'].splitlines() if 'lo:' in line],
-    'tcp': [line.split()[1:3] for line in net['tcp'].splitlines()[1:]],
-})
-"""
-
-
-def test_no_kernel_count_an_earlier_part_made_reaches_a_later_part(warm):
-    # The sandbox's pid, IPC and network namespaces and its tmpfs are every part's: the next
-    # pid, inode number and shared memory identifier, the network's counters and connections
-    # in TIME_WAIT say what (and how much) an earlier part did; no process of its is left.
-    counted, _ = run_part(warm, COUNT_UP)
-    assert counted == "counted", counted
-    seen = eval(run_part(warm, READ_THE_COUNTS)[0])  # noqa: S307 - the runner's repr of a dict
-    other = warm.folder / "other"
-    other.mkdir()
-    idle = WarmSandbox(warm.sandbox, other, warm.files, ["numpy"])
-    run_part(idle, "out = 'idle'")
-    fresh = eval(run_part(idle, READ_THE_COUNTS)[0])  # noqa: S307
-    idle.close()
-    differ = {name: (seen[name], fresh[name]) for name in seen if seen[name] != fresh[name]}
-    assert not differ, f"a later part read counts an earlier part made (after it, after an idle part): {differ}"
 
 
 CHANGE_THE_ZYGOTE = """
@@ -444,20 +386,28 @@ import os, resource
 # The zygote (pid 1) has this part's user: the kernel lets a part lower its limits, its
 # priority and its processors, and raise its OOM score; every later part's runner, forked
 # from it, inherits them (the runner sets only the CPU, memory, file, process and core limits).
-resource.prlimit(1, resource.RLIMIT_DATA, (300 << 20, 300 << 20))
-resource.prlimit(1, resource.RLIMIT_STACK, (1 << 20, 1 << 20))
-resource.prlimit(1, resource.RLIMIT_NOFILE, (77, 77))
-os.setpriority(os.PRIO_PROCESS, 1, 19)  # the lowest priority: always allowed
-os.sched_setaffinity(1, {max(os.sched_getaffinity(0))})
-with open('/proc/1/oom_score_adj', 'w') as score:
-    score.write('777')
-out = 'changed'
+changed = []
+for change in (
+    lambda: resource.prlimit(1, resource.RLIMIT_DATA, (300 << 20, 300 << 20)),
+    lambda: resource.prlimit(1, resource.RLIMIT_STACK, (1 << 20, 1 << 20)),
+    lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (77, 77)),
+    lambda: os.setpriority(os.PRIO_PROCESS, 1, 19),  # the lowest priority: always allowed
+    lambda: os.sched_setaffinity(1, {max(os.sched_getaffinity(0))}),
+    lambda: os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0)),
+    lambda: open('/proc/1/oom_score_adj', 'w').write('777'),  # /proc is read-only
+):
+    try:
+        change()
+        changed.append('changed')
+    except OSError as error:
+        changed.append(error.strerror)
+out = repr(changed)
 """
 READ_WHAT_IT_INHERITED = """
 import os, resource
 names = ('RLIMIT_DATA', 'RLIMIT_STACK', 'RLIMIT_NOFILE')
 out = repr([*(resource.getrlimit(getattr(resource, n)) for n in names), os.getpriority(os.PRIO_PROCESS, 0),
-            sorted(os.sched_getaffinity(0)), open('/proc/self/oom_score_adj').read().strip()])
+            os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)), open('/proc/self/oom_score_adj').read().strip()])
 """
 HONEST_ALLOCATION = "import numpy\nout = float(numpy.ones(50_000_000).sum())"  # 400 MB
 
@@ -465,7 +415,7 @@ HONEST_ALLOCATION = "import numpy\nout = float(numpy.ones(50_000_000).sum())"  #
 def test_no_limit_an_earlier_part_set_on_the_zygote_reaches_a_later_part(warm):
     before, _ = run_part(warm, READ_WHAT_IT_INHERITED)
     changed, _ = run_part(warm, CHANGE_THE_ZYGOTE)
-    assert changed == "changed", changed
+    assert changed == repr(["changed"] * 6 + ["Read-only file system"]), changed
     after, _ = run_part(warm, READ_WHAT_IT_INHERITED)
     assert after == before, f"a later part inherited what an earlier part set on the zygote: {after} (was {before})"
     honest, _ = run_part(warm, HONEST_ALLOCATION)
@@ -495,8 +445,11 @@ out = 'held'
 HOLD_THEN_RESET_THE_MARK = """
 import numpy
 numpy.ones(40_000_000)  # 320 MB, given back to the kernel as the array goes
-with open('/proc/self/clear_refs', 'w') as marks:
-    marks.write('5')  # the runner's own high-water mark, reset to what it holds now
+try:
+    with open('/proc/self/clear_refs', 'w') as marks:
+        marks.write('5')  # the runner's own high-water mark, reset to what it holds now
+except OSError:
+    pass  # /proc is read-only
 out = 'held'
 """
 
@@ -511,20 +464,6 @@ def test_the_meter_sees_all_the_memory_a_part_held(warm):
         held, _ = run_part(warm, source, peaks)
         assert held == "held", held
     assert min(peaks) >= 300e6, f"the meter read {[f'{p / 1e6:.1f} MB' for p in peaks]} for 320 MB held"
-
-
-READ_THE_ZYGOTES_PEAK = "out = repr([line.split()[1] for line in open('/proc/1/status') if line.startswith('VmHWM')])"
-LEAVE_MANY_FILES = "for k in range(30000):\n    open(f'/tmp/{k:0200}', 'w').close()\nout = 'left'"
-
-
-def test_no_later_part_reads_what_an_earlier_part_made_the_zygote_do(warm):
-    # The zygote's /proc/1/status is readable by every part: its memory's high-water mark,
-    # raised by listing and removing the files an earlier part left, says how many it left.
-    before, _ = run_part(warm, READ_THE_ZYGOTES_PEAK)
-    left, _ = run_part(warm, LEAVE_MANY_FILES)
-    assert left == "left", left
-    after, _ = run_part(warm, READ_THE_ZYGOTES_PEAK)
-    assert after == before, f"the zygote's peak memory (kB) went from {before} to {after}"
 
 
 TOUCH_A_DEVICE = """
