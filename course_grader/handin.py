@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from course_grader.parts import Part, answer_names, notebook_classes, parts
 from course_grader.protocol import Cell
@@ -52,6 +52,7 @@ class JudgeJob(TypedDict):
     names: list[str]  # what the solution's answer cells bind: all a test takes from the student
     classes: list[str]  # the notebook's classes, whose arithmetic tests may use
     memo: str  # the grading run's folder of verdicts to reuse, or ""
+    view: dict[str, Any]  # what the sandbox shows and hides (Sandbox.view)
 
 
 @dataclass
@@ -105,6 +106,7 @@ def judge_job(
         "files": str(files),
         "scratch": str(scratch),
         "memo": str(memo) if memo else "",
+        "view": sandbox.view(),
     }
 
 

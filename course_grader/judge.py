@@ -1,7 +1,8 @@
 """The judge: runs a hand-in's tests in a process that never runs the student's code.
 
-For each graded part the judge starts the runner in a fresh sandbox
-(:mod:`course_grader.runner`), which runs the notebook's set-up cells and the student's cells.
+For each graded part the judge has a fresh runner forked in the hand-in's sandbox
+(:mod:`course_grader.part_runs`, :mod:`course_grader.runner`), which runs the notebook's
+set-up cells and the student's cells.
 The judge runs the same set-up cells itself, then the part's test (visible and hidden lines,
 from the instructor's notebook) with every name the student's cells defined standing for the
 object in the student's process (:class:`Remote`). Calling a student's function, reading an
@@ -50,6 +51,7 @@ from typing import Any
 from course_grader import stand_ins
 from course_grader.handin import JudgeJob, PartJob
 from course_grader.meter import MemoryMeter, MeterError
+from course_grader.part_runs import SandboxBroken, WarmSandbox, imported_modules
 from course_grader.protocol import (
     CELL_END,
     CELL_START,
@@ -125,12 +127,17 @@ def raised_in_test(error: BaseException) -> bool:
     return bool(frames) and frames[-1].filename.endswith(" test>") and not isinstance(error, ReadOnly)
 
 
-def judge_part(part: PartJob, sandbox: Sandbox, scratch: Path, cell_timeout: float) -> Verdict:
-    """Start the student's process for one part, wait for its cells, run the test here."""
+def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: float) -> Verdict:
+    """Fork the student's process for one part, wait for its cells, run the test here."""
     global METER
     verdict = Verdict()
-    run = sandbox.start(scratch)
-    METER = MemoryMeter(run.process.pid)
+    sandbox = warm.sandbox
+    try:
+        run = warm.start()
+    except SandboxBroken as error:  # nothing of the student's ran: the sandbox itself fails
+        verdict.machinery = f"the sandbox ended before the student's code ran ({error})"
+        return verdict
+    METER = MemoryMeter(run.pid, run.groups)
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None
@@ -403,11 +410,13 @@ def main() -> None:
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
     rules = Rules(**{k: tuple(v) for k, v in job["rules"].items()})
-    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0))
+    sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0), view=job.get("view"))
     results = []
     skipped: dict[str, str] = {}
     failed_answers: set[str] = set()  # answer cells some part that tests them failed on
     memo = VerdictMemo(job["memo"], job) if job.get("memo") else None
+    setup = [c["source"] for part in job["parts"] for c in part["setup"]]
+    warm = WarmSandbox(sandbox, Path(job["scratch"]), Path(job["files"]), imported_modules(setup))
     for part in job["parts"]:
         # A reference replaces the student's answer only where that answer failed its own test:
         # the student's code, which passed, is graded as it is (and runs at full speed).
@@ -428,7 +437,7 @@ def main() -> None:
         if memo and (known := memo.get(key)):
             verdict = Verdict(**known)
         else:
-            verdict = judge_part(part, sandbox, scratch, float(job["cell_timeout"]))
+            verdict = judge_part(part, warm, scratch, float(job["cell_timeout"]))
             if memo:
                 memo.put(key, asdict(verdict))
         if DEBUG:
@@ -446,9 +455,10 @@ def main() -> None:
         if not verdict.passed:
             failed_answers.update(part["answers"])
         results.append(asdict(verdict))
+    warm.close()
     if DEBUG:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        sys.stderr.write(f"judge: peak resident memory {peak:.0f} MB\n")
+        sys.stderr.write(f"judge: peak resident memory {peak:.0f} MB, {warm.starts} sandbox(es) started\n")
     sys.stdout.write(json.dumps(results))
     sys.stdout.flush()
     os._exit(0)

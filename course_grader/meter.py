@@ -9,6 +9,14 @@ judge reads the kernel's account of the runner process instead: ``/proc/<pid>/st
 and read just after, less the memory held when it began. The judge may do both: the runner runs
 as the grader's user in its own user namespace (or, as root, as a slot's user).
 
+Where the part has a memory control group of its own (the grader runs as root), the judge reads
+the group's peak instead: it counts every process of the part (a child that holds the memory
+for the runner) and no process of the part can reset it (the sandbox sees no control group
+file). cgroup v1's ``memory.max_usage_in_bytes`` is reset by writing 0; v2's ``memory.peak``
+by writing to it (Linux 6.12 and later), for reads through the same open file. Where neither
+resets, the runner's own mark is read; /proc in the sandbox is read-only, so the runner cannot
+reset that one either.
+
 The kernel counts pages, not objects: memory the process freed earlier but kept (Python's
 allocator keeps partly used arenas) is used again without raising the mark, so a call
 measured after a larger one may read lower than it needs; it never reads higher than the
@@ -19,6 +27,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import IO
+
+V1_PEAK, V2_PEAK = "memory.max_usage_in_bytes", "memory.peak"
 
 
 class MeterError(RuntimeError):
@@ -26,16 +37,24 @@ class MeterError(RuntimeError):
 
 
 class MemoryMeter:
-    """The resident memory of the runner started as (or under) the process ``root``."""
+    """The resident memory of the runner started as (or under) the process ``root``, or of
+    everything in the part's control ``groups`` (the one that has a memory controller)."""
 
-    def __init__(self, root: int):
+    def __init__(self, root: int, groups: list[Path] = []):  # noqa: B006 - never changed
         self.root = root
         self.pid: int | None = None
         self.started = 0  # the runner's start time (/proc/<pid>/stat): a later process never matches
+        self.group = next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
+        self.marks: IO[str] | None = None  # v2: the open memory.peak that was reset
 
     def reset(self) -> int:
-        """Reset the runner's high-water mark; the bytes it holds now."""
+        """Reset the high-water mark; the bytes held now."""
         pid = self._runner()
+        if self.group is not None:
+            try:
+                return self._reset_group(self.group)
+            except (OSError, ValueError):
+                self.group = None  # a kernel whose group's peak does not reset: the runner's own
         try:
             Path(f"/proc/{pid}/clear_refs").write_text("5")
         except OSError as error:
@@ -43,19 +62,37 @@ class MemoryMeter:
         return self._status("VmRSS")
 
     def peak(self) -> int:
-        """The most bytes the runner has held since the last :meth:`reset`."""
+        """The most bytes held since the last :meth:`reset`."""
         self._runner()
-        return self._status("VmHWM")
+        if self.group is None:
+            return self._status("VmHWM")
+        try:
+            if self.marks is not None:
+                self.marks.seek(0)
+                return int(self.marks.read())
+            return int((self.group / V1_PEAK).read_text())
+        except (OSError, ValueError) as error:
+            raise MeterError(f"cannot read the memory of the student's part ({error})") from None
+
+    def _reset_group(self, group: Path) -> int:
+        if (group / V1_PEAK).exists():
+            (group / V1_PEAK).write_text("0")
+            return int((group / "memory.usage_in_bytes").read_text())
+        if self.marks is None:
+            self.marks = open(group / V2_PEAK, "r+")  # noqa: SIM115 - kept open: the reset is this file's
+        self.marks.write("reset\n")
+        self.marks.flush()
+        return int((group / "memory.current").read_text())
 
     def _runner(self) -> int:
         """The runner: the oldest process of the sandbox that is not bubblewrap's own (a process
         the student's code starts is younger), found once and then checked to be the same."""
         if self.pid is None:
-            found = sorted((_start_time(p), p) for p in _tree(self.root) if not _is_bwrap(p) and _start_time(p))
+            found = sorted((start_time(p), p) for p in descendants(self.root) if not _is_bwrap(p) and start_time(p))
             if not found:
                 raise MeterError("the student's process is not running")
             self.started, self.pid = found[0]
-        if _start_time(self.pid) != self.started:
+        if start_time(self.pid) != self.started:
             raise MeterError("the student's process ended")
         return self.pid
 
@@ -69,7 +106,7 @@ class MemoryMeter:
         raise MeterError(f"cannot read {field} of the student's process")
 
 
-def _tree(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     """``root`` and its descendants (from the kernel's lists of each thread's children)."""
     found, k = [root], 0
     while k < len(found):
@@ -82,7 +119,7 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _start_time(pid: int) -> int:
+def start_time(pid: int) -> int:
     """When ``pid`` started, in clock ticks since boot (0: no such process)."""
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])  # field 22

@@ -1,5 +1,6 @@
 """No other programs while a hand-in is graded: a seccomp filter on which the kernel refuses
-``execve`` and ``execveat``.
+``execve`` and ``execveat`` (and the few calls that would keep data where the next part could
+find it: message queues, keyrings, extended attributes).
 
 The runner calls :func:`forbid_programs` once, after its own imports and before the first cell
 runs. From then on starting a program fails with EPERM in the runner, in every thread it has
@@ -8,11 +9,15 @@ cannot hand its work to ``tsort``, ``perl``, a C compiler or another Python (``p
 by whatever route (``subprocess``, ``os.exec*``, ``os.posix_spawn``, ``ctypes``, a ``#!``
 script). Forking stays allowed, so ``multiprocessing`` with the fork start method works.
 
-One process in the sandbox started before the filter: bubblewrap's own init (pid 1, the
-runner's parent), same user, no filter. A hand-in could attach to it with ``ptrace`` (or write
-its memory through ``/proc/1/mem``) and make it start a program. Where the kernel has Landlock
-(Linux 5.13 on, enabled), the runner also enters a Landlock domain, which the kernel lets
-trace or write the memory of no process outside it; without Landlock that door stays open.
+Where the runner is started on its own (``Sandbox.start``), one process in the sandbox started
+before the filter: bubblewrap's own init (pid 1, the runner's parent), same user, no filter. A
+hand-in could attach to it with ``ptrace`` (or write its memory through ``/proc/1/mem``) and
+make it start a program. Where the kernel has Landlock (Linux 5.13 on, enabled), the runner
+also enters a Landlock domain, which the kernel lets trace or write the memory of no process
+outside it; without Landlock that door stays open. Grading forks each part's runner from a warm
+runner that is itself the sandbox's pid 1 and installed the filter first
+(:mod:`course_grader.zygote`): no process there lacks the filter, and each runner's own, nested
+Landlock domain keeps it from the warm runner and the other parts' runners.
 
 bubblewrap's own ``--seccomp`` would not do: it loads the filter just before it starts the
 runner with ``execvp``, which the filter would refuse.
@@ -40,19 +45,46 @@ class ProgramsNotForbidden(OSError):
 
 class Machine(NamedTuple):
     """What the filter needs of one processor architecture: the kernel's audit architecture
-    (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat``."""
+    (``AUDIT_ARCH_*``) and the numbers of ``seccomp``, ``execve`` and ``execveat`` and of the
+    calls that keep data outside the sandbox's files (the comment above :data:`MACHINES`)."""
 
     audit_arch: int
     seccomp: int
     execs: tuple[int, int]
+    channels: tuple[int, ...]
+    owner_calls: tuple[int, ...]
     # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
     # 30 set (x32's execve is another number), so the filter refuses every one of those.
     x32: bool = False
 
 
+# Where a part's code could leave data that outlives its processes and that the warm runner
+# cannot list to put back (course_grader.zygote): POSIX message queues (mq_open ... mq_getsetattr),
+# the kernel's keyrings (add_key, request_key, keyctl) and extended attributes (setxattr,
+# lsetxattr, fsetxattr, setxattrat: 463 on every machine since Linux 6.13). No honest answer
+# needs them; multiprocessing's locks are files in /dev/shm, which are put back.
+# A part's runner also may not change a file's mode or times (chmod, fchmod, fchmodat, fchmodat2:
+# 452 everywhere; utime, utimes, futimesat, utimensat), which only the file's owner may: where
+# the grader runs as root, the sandbox's user is the host's root to the kernel, and so the owner
+# of the host's /dev/null, /dev/zero, ... that bubblewrap binds into the sandbox (writable, as
+# devices must be). The warm runner keeps both, to put the sandbox's own folders back.
+SETXATTRAT, FCHMODAT2 = 463, 452
 MACHINES = {
-    "x86_64": Machine(audit_arch=0xC000003E, seccomp=317, execs=(59, 322), x32=True),
-    "aarch64": Machine(audit_arch=0xC00000B7, seccomp=277, execs=(221, 281)),
+    "x86_64": Machine(
+        audit_arch=0xC000003E,
+        seccomp=317,
+        execs=(59, 322),
+        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT),
+        owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261, 280),
+        x32=True,
+    ),
+    "aarch64": Machine(
+        audit_arch=0xC00000B7,
+        seccomp=277,
+        execs=(221, 281),
+        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT),
+        owner_calls=(52, 53, FCHMODAT2, 88),
+    ),
 }
 X32_SYSCALL_BIT = 0x40000000
 
@@ -78,11 +110,13 @@ def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes
     return struct.pack("=HBBI", code, if_true, if_false, k)
 
 
-def filter_program(machine: Machine) -> bytes:
+def filter_program(machine: Machine, part: bool = True) -> bytes:
     """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
-    x32 one, ``execve`` or ``execveat`` fails with EPERM; every other call is allowed."""
+    x32 one, ``execve``, ``execveat`` or one of the machine's ``channels`` (and, in a ``part``'s
+    runner, its ``owner_calls``) fails with EPERM; every other call is allowed."""
     tests = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
-    tests += [(JUMP_IF_EQUAL, number) for number in machine.execs]
+    refused = (*machine.execs, *machine.channels, *(machine.owner_calls if part else ()))
+    tests += [(JUMP_IF_EQUAL, number) for number in refused]
     program = [
         instruction(LOAD_WORD, AUDIT_ARCH),
         instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=len(tests) + 2),
@@ -127,11 +161,12 @@ def unavailable() -> str | None:
     return None
 
 
-def forbid_programs() -> None:
+def forbid_programs(part: bool = True) -> None:
     """From now on no program can start in this process or any it forks (execve fails with
-    EPERM); :class:`ProgramsNotForbidden` if the kernel refused the filter."""
+    EPERM), nor, in a ``part``'s runner, can a file's mode or times change;
+    :class:`ProgramsNotForbidden` if the kernel refused the filter."""
     machine = this_machine()
-    program = filter_program(machine)
+    program = filter_program(machine, part)
     instructions = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):

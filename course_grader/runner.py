@@ -12,8 +12,9 @@ Before the first cell it forbids starting programs (:mod:`course_grader.no_progr
 ``--must-forbid-programs`` (the sandbox's), a machine that cannot ends the runner before any cell
 runs; without it (no sandbox), the runner goes on where it cannot.
 
-Run as ``python -I runner.py REQUEST_FD REPLY_FD [--must-forbid-programs]``; uses the standard
-library, NumPy and whatever the cells import.
+Run as ``python -I runner.py REQUEST_FD REPLY_FD [--must-forbid-programs]``, or forked for one
+part by the hand-in's warm runner (``runner.py --zygote SOCKET_FD ...``, :mod:`course_grader.zygote`),
+after which it goes on the same way; uses the standard library, NumPy and whatever the cells import.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     convert,
     described,
 )
+from zygote import ZYGOTE, serve_forks  # type: ignore[import-not-found]  # noqa: E402
 
 
 class CellTimeout(BaseException):
@@ -390,9 +392,25 @@ def _is_module(value: Any) -> bool:
 JUDGE: Endpoint
 
 
+def forbid(must: bool, part: bool = True) -> None:
+    """No programs from here on (a seccomp filter, a Landlock domain): where the machine cannot
+    and ``must``, end before anything runs. The warm runner (not a ``part``'s) keeps chmod."""
+    try:
+        forbid_programs(part)
+    except ProgramsNotForbidden as error:
+        if must:
+            raise SystemExit(f"the sandbox cannot forbid running other programs here: {error}") from None
+
+
 def main() -> None:
     global JUDGE
-    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+    must_forbid = MUST_FORBID in sys.argv[2:]
+    if sys.argv[1] == ZYGOTE:  # the hand-in's warm runner: returns here in each part's fresh child
+        forbid(must_forbid, part=False)
+        request_fd, reply_fd = serve_forks(int(sys.argv[2]))
+        sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
+    else:
+        request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)
     job = JUDGE.receive()
     JUDGE.codec.classes = {str(name) for name in job.get("classes", [])}  # type: ignore[attr-defined]
@@ -400,12 +418,9 @@ def main() -> None:
     for name, value in job["rlimits"].items():  # before any of the student's code runs
         resource.setrlimit(getattr(resource, name), (value, value))
     _libc("prctl", PR_SET_THP_DISABLE, 1, 0, 0, 0)  # 4 kB pages: no jump of 2 MB in measured memory
-    try:
-        forbid_programs()
-    except ProgramsNotForbidden as error:
-        if MUST_FORBID in sys.argv[3:]:
-            raise SystemExit(f"the sandbox cannot forbid running other programs here: {error}") from None
-    sys.path.insert(0, job["course_lib_parent"])
+    forbid(must_forbid)  # a forked part's runner: a filter and a Landlock domain of its own, nested in the zygote's
+    if job["course_lib_parent"] not in sys.path:
+        sys.path.insert(0, job["course_lib_parent"])
     import logging
 
     logging._srcfile = None  # type: ignore[attr-defined]  # logging without frame lookups

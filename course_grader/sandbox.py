@@ -1,22 +1,25 @@
-"""Where a hand-in's code runs: a bubblewrap sandbox, one fresh process per graded part.
+"""Where a hand-in's code runs: a bubblewrap sandbox per hand-in, one fresh process per part.
 
 Inside the sandbox the runner (:mod:`course_grader.runner`) sees a read-only Python
-(interpreter, virtual environment, course_lib), an empty ``/tmp``, and one writable scratch
-folder with the assignment's data files and the hand-in; nothing else of the grader's file
+(interpreter, virtual environment, course_lib), a read-only root and ``/dev``, an empty ``/tmp``
+and ``/dev/shm``, and one writable home folder with the assignment's data files and the
+hand-in; nothing else of the grader's file
 system (no ``solutions/``, no gradebook, no other student's work, no tests). It runs as an
 unprivileged user in new user, PID, network, IPC and UTS namespaces: no network at all (not
-even the host's loopback), no view of the grader's processes, an empty environment, and
-every process it starts dies with it. It talks to the judge over two pipes; its standard
-input is empty. It starts no program: before the first cell runs, the runner installs a
-seccomp filter on which the kernel refuses ``execve`` (:mod:`course_grader.no_programs`), so a
-hand-in can fork but cannot run ``tsort``, ``perl`` or another Python. Where that filter
-cannot be installed (not Linux on x86_64 or aarch64, a kernel without seccomp), grading
-refuses to run, as without bubblewrap.
+even the host's loopback), no view of the grader's processes, an empty environment, and every
+process it starts dies with it. It talks to the judge over two pipes; its standard input is
+empty. The judge starts the hand-in's warm runner here (:meth:`Sandbox.start_zygote`), which
+forks each part's runner (:mod:`course_grader.part_runs`). It starts no program: before the
+first cell runs, the runner installs a seccomp filter on which the kernel refuses ``execve``
+(:mod:`course_grader.no_programs`), so a hand-in can fork but cannot run ``tsort``, ``perl`` or
+another Python. Where that filter cannot be installed (not Linux on x86_64 or aarch64, a kernel
+without seccomp), grading refuses to run, as without bubblewrap.
 
 **Classmates stay safe.** Each sandbox gets limits of its own that the kernel enforces
 whoever runs the grader: where the grader may create control groups (root, cgroup v1 or v2,
-as on a grading server or in CI), each sandbox is in its own group with a process limit and a
-memory limit (``/tmp`` is in memory, so it counts); otherwise, as root, each grading slot
+as on a grading server or in CI), each sandbox and each part's runner is in groups of its own
+with a process limit and a memory limit (:mod:`course_grader.control_groups`; ``/tmp`` and the
+home are in memory, so they count); otherwise, as root, each grading slot
 runs as its own unprivileged user, so the kernel's per-user process limit is that slot's
 alone. Per-process limits (CPU time, address space, file size, processes) apply in every
 case, and the whole sandbox is killed at its wall-clock limit.
@@ -39,19 +42,22 @@ import functools
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from course_grader.control_groups import ControlGroups
 from course_grader.no_programs import MUST_FORBID, unavailable
 from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
+from course_grader.zygote import ZYGOTE
 
 RUNNER = Path(__file__).with_name("runner.py")
-RUNNER_MODULES = ("protocol.py", "no_programs.py")  # what runner.py imports from beside it
+RUNNER_MODULES = ("protocol.py", "no_programs.py", "zygote.py")  # what runner.py imports from beside it
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
@@ -157,93 +163,6 @@ def _python_folders_in(tree: Path) -> list[Path]:
     return found
 
 
-class ControlGroups:
-    """One control group per sandbox (pids, memory and an equal share of the processors),
-    cgroup v2 or v1, when this process may make them; ``None`` from :meth:`find` otherwise."""
-
-    def __init__(self, folders: dict[str, Path], v2: bool):
-        self.folders, self.v2 = folders, v2
-
-    @classmethod
-    def find(cls) -> ControlGroups | None:
-        base = Path("/sys/fs/cgroup")
-        if os.geteuid() != 0:
-            return None
-        if (base / "cgroup.controllers").exists():
-            controllers = (base / "cgroup.controllers").read_text().split()
-            if {"pids", "memory", "cpu"} <= set(controllers):
-                parent = base / "course-grader"
-                try:
-                    parent.mkdir(exist_ok=True)
-                    (base / "cgroup.subtree_control").write_text("+pids +memory +cpu")
-                    (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
-                    return cls({"unified": parent}, v2=True)
-                except OSError:
-                    return None
-            return None
-        folders = {name: base / name / "course-grader" for name in ("pids", "memory", "cpu")}
-        try:
-            for folder in folders.values():
-                folder.mkdir(exist_ok=True)
-        except OSError:
-            return None
-        return cls(folders, v2=False)
-
-    def make(self, limits: Limits) -> list[Path]:
-        """New groups for one sandbox with its limits; the folders to join and remove."""
-        name = uuid.uuid4().hex
-        made = []
-        try:
-            if self.v2:
-                group = self.folders["unified"] / name
-                group.mkdir()
-                made.append(group)
-                (group / "pids.max").write_text(str(limits.processes))
-                (group / "memory.max").write_text(str(limits.group_memory_bytes))
-                if (group / "memory.swap.max").exists():
-                    (group / "memory.swap.max").write_text("0")
-            else:
-                pids = self.folders["pids"] / name
-                pids.mkdir()
-                made.append(pids)
-                (pids / "pids.max").write_text(str(limits.processes))
-                memory = self.folders["memory"] / name
-                memory.mkdir()
-                made.append(memory)
-                (memory / "memory.limit_in_bytes").write_text(str(limits.group_memory_bytes))
-                cpu = self.folders["cpu"] / name  # an equal share of the processors, however many processes
-                cpu.mkdir()
-                made.append(cpu)
-        except OSError:
-            self.remove(made)
-            raise
-        return made
-
-    @staticmethod
-    def remove(groups: list[Path]) -> None:
-        """Kill whatever is left in the groups, then remove them."""
-        for group in groups:
-            for _ in range(50):
-                try:
-                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-                except OSError:
-                    break
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                import time
-
-                time.sleep(0.01)
-            try:
-                group.rmdir()
-            except OSError:
-                pass
-
-
 @dataclass
 class Ending:
     """How one sandboxed process ended."""
@@ -320,7 +239,10 @@ class Sandbox:
         unsafe: bool = False,
         rules: Rules | None = None,
         slot: int = 0,
+        view: dict[str, Any] | None = None,
     ):
+        """``view``: another Sandbox's :meth:`view` for the same rules, taken as it is (the
+        judge's, from the grader's: looking it up again costs about half a second)."""
         self.limits = limits or Limits()
         self.bwrap = find_bwrap()
         self.unsafe = unsafe
@@ -340,13 +262,29 @@ class Sandbox:
             )
         self.slot = slot
         self.rules = rules or Rules()
-        changed = self.rules.changes_course_lib
-        self.lib_parent = course_lib_without(self.rules.functions, self.rules.modules) if changed else course_lib_root()
-        self.roots = _python_roots()
-        shown = package_folders()
-        self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
-        self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
+        if view is not None:
+            self.lib_parent, self.roots = Path(view["lib_parent"]), [Path(p) for p in view["roots"]]
+            self.masked = [Path(p) for p in view["masked"]]
+            self.hidden = [(Path(stub), Path(package)) for stub, package in view["hidden"]]
+        else:
+            rules = self.rules
+            self.lib_parent = (
+                course_lib_without(rules.functions, rules.modules) if rules.changes_course_lib else course_lib_root()
+            )
+            self.roots = _python_roots()
+            shown = package_folders()
+            self.masked = foreign_python_folders(self.roots, shown) if self.isolated else []
+            self.hidden = hidden_packages(self.rules.packages, shown) if self.isolated else []
         self.groups = ControlGroups.find() if self.isolated else None
+
+    def view(self) -> dict[str, Any]:
+        """What the sandbox shows and hides (as plain data), for another Sandbox of the same rules."""
+        return {
+            "lib_parent": str(self.lib_parent),
+            "roots": [str(p) for p in self.roots],
+            "masked": [str(p) for p in self.masked],
+            "hidden": [[str(stub), str(package)] for stub, package in self.hidden],
+        }
 
     @property
     def description(self) -> str:
@@ -356,13 +294,18 @@ class Sandbox:
     def inside_course_lib_parent(self) -> str:
         return INSIDE_LIB if self.isolated else str(self.lib_parent)
 
-    def command(self, scratch: Path, request_fd: int, reply_fd: int) -> list[str]:
+    def command(self, scratch: Path, request_fd: int, reply_fd: int, zygote: int | None = None) -> list[str]:
+        """The command that starts the runner on these pipes, or (``zygote``: a socket's
+        descriptor) the hand-in's warm runner that forks one per part."""
         venv_python = Path(sys.prefix).resolve() / "bin" / "python"  # the bound path, if the venv is a link
         python = str(venv_python) if venv_python.exists() else sys.executable
+        channel = [ZYGOTE, str(zygote)] if zygote is not None else [str(request_fd), str(reply_fd)]
         if not self.isolated:
-            return [python, "-I", str(RUNNER), str(request_fd), str(reply_fd)]
+            return [python, "-I", str(RUNNER), *channel]
         assert self.bwrap is not None
         cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+        if zygote is not None:  # the sandbox's pid 1, which its processes cannot kill (course_grader.zygote)
+            cmd += ["--as-pid-1"]
         cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]
         for path in SYSTEM_FOLDERS[1:]:
             if path.is_symlink():
@@ -388,7 +331,9 @@ class Sandbox:
             if seen and not any(package.is_relative_to(folder) for folder in self.masked):
                 cmd += ["--ro-bind", str(stub), str(package)]
         cmd += ["--ro-bind", str(self.lib_parent / "course_lib"), f"{INSIDE_LIB}/course_lib"]
-        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        # /dev/shm (multiprocessing's locks) a file system of its own: a part can neither remove
+        # it nor, /dev and the root being read-only at the end, any other path of the sandbox's.
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]
         if self.groups is not None:
             # Home in memory too (counted in the group): the data files are bound read-only into it.
             cmd += ["--tmpfs", INSIDE_HOME]
@@ -400,9 +345,11 @@ class Sandbox:
         cmd += ["--chdir", INSIDE_HOME]
         for name in ("runner.py", *RUNNER_MODULES):
             cmd += ["--ro-bind", str(RUNNER.with_name(name)), f"{INSIDE_GRADER}/{name}"]
+        # Writable: /tmp, /dev/shm, the home (and /dev/pts, /dev/null ...: devices must be).
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/proc", "--remount-ro", "/"]
         for key, value in self.environment(INSIDE_HOME).items():
             cmd += ["--setenv", key, value]
-        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", str(request_fd), str(reply_fd), MUST_FORBID]
+        cmd += [python, "-I", f"{INSIDE_GRADER}/runner.py", *channel, MUST_FORBID]
         return self.confined(cmd)
 
     def confined(self, cmd: list[str]) -> list[str]:
@@ -428,8 +375,26 @@ class Sandbox:
         """Start the runner with ``scratch`` as its working folder; it waits for its job."""
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
+        process, stderr, groups = self._launch(scratch, (request_read, reply_write))
+        return SandboxRun(process, request_write, reply_read, stderr, groups)
+
+    def start_zygote(self, scratch: Path) -> tuple[SandboxRun, socket.socket]:
+        """Start the hand-in's warm runner (:mod:`course_grader.zygote`) with ``scratch`` as
+        its home; the run (no pipes of its own) and the judge's end of its socket."""
+        judge_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            process, stderr, groups = self._launch(scratch, (zygote_end.fileno(),), zygote=True)
+        finally:
+            zygote_end.close()
+        return SandboxRun(process, -1, -1, stderr, groups), judge_end
+
+    def _launch(
+        self, scratch: Path, fds: tuple[int, ...], zygote: bool = False
+    ) -> tuple[subprocess.Popen, Any, list[Path]]:
+        """Start bubblewrap (or the bare runner) in its control groups, passing ``fds``, which
+        are closed here."""
         groups = self.groups.make(self.limits) if self.groups is not None else []
-        cmd = self.command(scratch, request_read, reply_write)
+        cmd = self.command(scratch, *fds) if not zygote else self.command(scratch, -1, -1, zygote=fds[0])
         if groups:  # join the groups before anything of the sandbox starts
             joins = " ".join(f"echo $$ > {g}/cgroup.procs;" for g in groups)
             cmd = ["/bin/sh", "-c", f'{joins} exec "$@"', "sandbox", *cmd]
@@ -441,11 +406,12 @@ class Sandbox:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            pass_fds=(request_read, reply_write),
+            pass_fds=fds,
             env=self.environment(str(scratch)),
             cwd=scratch,
             start_new_session=True,
         )
-        os.close(request_read)
-        os.close(reply_write)
-        return SandboxRun(process, request_write, reply_read, stderr, groups)
+        if not zygote:
+            for fd in fds:
+                os.close(fd)
+        return process, stderr, groups

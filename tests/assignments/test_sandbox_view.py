@@ -243,9 +243,10 @@ def test_a_hand_in_cannot_start_a_program_by_any_route():
         assert "PermissionError" in got[f"test_{name}"][1] and "not allowed while grading" in got[f"test_{name}"][1]
 
 
-# bubblewrap's init (pid 1, the runner's parent) carries no filter: a hand-in that attached to it
-# with ptrace, or wrote its memory through /proc/1/mem, could make it start any program. The
-# runner's Landlock domain lets it trace or write no process outside it.
+# A process of the sandbox outside the runner's own filter (pid 1, the warm runner, whose filter
+# lets it chmod): a hand-in that attached to it with ptrace, or wrote its memory through
+# /proc/1/mem, could make it act for the hand-in. The runner's Landlock domain lets it trace or
+# write no process outside it (and /proc is read-only there).
 ALONE = """
 import ctypes, os
 
@@ -257,7 +258,7 @@ def forward_difference(f, x, h):
         assert _libc.ptrace(16, pid, 0, 0) == -1, f"attached to process {pid} with ptrace"
         try:
             open(f"/proc/{pid}/mem", "r+b").close()
-        except PermissionError:
+        except OSError:  # PermissionError (Landlock), or the sandbox's /proc is read-only
             continue
         raise AssertionError(f"opened the memory of process {pid} for writing")
     return (f(x + h) - f(x)) / h

@@ -1,0 +1,102 @@
+"""Control groups for the grader's sandboxes: where the grader may make them (root, cgroup v1
+or v2), each sandbox and each part's runner gets groups of its own with a process limit, a
+memory limit (its files in memory count) and an equal share of the processors, and whatever is
+left in them when the part ends is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from course_grader.sandbox import Limits
+
+
+class ControlGroups:
+    """Control groups of their own (pids, memory and an equal share of the processors) for each
+    sandbox and each forked part, cgroup v2 or v1, when this process may make them; ``None``
+    from :meth:`find` otherwise."""
+
+    def __init__(self, folders: dict[str, Path], v2: bool):
+        self.folders, self.v2 = folders, v2
+
+    @classmethod
+    def find(cls) -> ControlGroups | None:
+        base = Path("/sys/fs/cgroup")
+        if os.geteuid() != 0:
+            return None
+        if (base / "cgroup.controllers").exists():
+            controllers = (base / "cgroup.controllers").read_text().split()
+            if {"pids", "memory", "cpu"} <= set(controllers):
+                parent = base / "course-grader"
+                try:
+                    parent.mkdir(exist_ok=True)
+                    (base / "cgroup.subtree_control").write_text("+pids +memory +cpu")
+                    (parent / "cgroup.subtree_control").write_text("+pids +memory +cpu")
+                    return cls({"unified": parent}, v2=True)
+                except OSError:
+                    return None
+            return None
+        folders = {name: base / name / "course-grader" for name in ("pids", "memory", "cpu")}
+        try:
+            for folder in folders.values():
+                folder.mkdir(exist_ok=True)
+        except OSError:
+            return None
+        return cls(folders, v2=False)
+
+    def make(self, limits: Limits) -> list[Path]:
+        """New groups for one sandbox with its limits; the folders to join and remove."""
+        name = uuid.uuid4().hex
+        made = []
+        try:
+            if self.v2:
+                group = self.folders["unified"] / name
+                group.mkdir()
+                made.append(group)
+                (group / "pids.max").write_text(str(limits.processes))
+                (group / "memory.max").write_text(str(limits.group_memory_bytes))
+                if (group / "memory.swap.max").exists():
+                    (group / "memory.swap.max").write_text("0")
+            else:
+                pids = self.folders["pids"] / name
+                pids.mkdir()
+                made.append(pids)
+                (pids / "pids.max").write_text(str(limits.processes))
+                memory = self.folders["memory"] / name
+                memory.mkdir()
+                made.append(memory)
+                (memory / "memory.limit_in_bytes").write_text(str(limits.group_memory_bytes))
+                cpu = self.folders["cpu"] / name  # an equal share of the processors, however many processes
+                cpu.mkdir()
+                made.append(cpu)
+        except OSError:
+            self.remove(made)
+            raise
+        return made
+
+    @staticmethod
+    def remove(groups: list[Path]) -> None:
+        """Kill whatever is left in the groups, then remove them."""
+        for group in groups:
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.01)
+            try:
+                group.rmdir()
+            except OSError:
+                pass

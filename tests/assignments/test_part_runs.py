@@ -1,0 +1,495 @@
+"""One sandbox per hand-in: each part's runner, forked by the zygote, is as fresh as one started anew.
+
+All parts here share one warm sandbox (course_grader.part_runs), as a hand-in's parts do: what
+one part's code leaves in the sandbox's files, does to the zygote or to its control groups must
+not reach the next part's process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from course_grader import stand_ins
+from course_grader.meter import MemoryMeter
+from course_grader.no_programs import landlock_abi
+from course_grader.part_runs import PartRun, WarmSandbox
+from course_grader.protocol import READY, Endpoint
+from course_grader.sandbox import Limits, Sandbox, find_bwrap
+from course_grader.stand_ins import JudgeCodec, serve
+
+pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
+
+
+def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> tuple[object, PartRun]:
+    """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
+    ended the channel) and the finished run. With ``peaks``, the judge's meter of the runner,
+    reset before the job is sent: the most memory the cell held goes into the list."""
+    run = warm.start()
+    if peaks is not None:
+        meter = MemoryMeter(run.pid, run.groups)
+        baseline = meter.reset()
+    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
+    sandbox = warm.sandbox
+    stand_ins.CHANNEL.send(
+        {
+            "cells": [{"name": "cell", "kind": "answer", "source": source}],
+            "cell_timeout": 10,
+            "rlimits": sandbox.limits.rlimits(),
+            "course_lib_parent": sandbox.inside_course_lib_parent,
+            "answers": ["out"],
+            "classes": [],
+            "debug": False,
+        }
+    )
+    out: object = None
+    try:
+        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
+            pass
+        out = stand_ins.CHANNEL.codec.decode(event["names"].get("out"))
+        if peaks is not None:
+            peaks.append(meter.peak() - baseline)
+    except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
+        out = error
+    run.finish()
+    return out, run
+
+
+@pytest.fixture
+def warm(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "data.csv").write_text("1,2\n")
+    warm = WarmSandbox(Sandbox(Limits()), tmp_path, files, ["numpy"])
+    yield warm
+    warm.close()
+
+
+LEAVE_TRACES = """
+import ctypes, os
+ctypes.CDLL(None).shmget(4242, 4096, 0o1000 | 0o600)  # IPC_CREAT: shared memory outlives its process
+for path in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace'):
+    try:  # the root (/opt, /) is read-only
+        with open(path, 'w') as f:
+            f.write('left')
+    except OSError:
+        pass
+os.mkdir('locked')
+os.mkdir('locked/inner', 0)  # made without any permission (a part may not chmod)
+try:
+    open('data.csv', 'w').write('changed')
+except OSError:
+    pass
+out = repr(sorted(os.listdir('.')))
+"""
+LOOK_FOR_TRACES = """
+import ctypes, os
+out = [p for p in ('/tmp/trace', 'trace', '/opt/trace', '/dev/shm/trace', '/trace', 'locked') if os.path.exists(p)]
+out += ['shared memory'] if ctypes.CDLL(None).shmget(4242, 0, 0) >= 0 else []
+out = repr([open('data.csv').read(), oct(os.stat('/tmp').st_mode & 0o777), *out])
+"""
+
+
+def test_a_part_sees_nothing_an_earlier_part_left(warm):
+    written, _ = run_part(warm, LEAVE_TRACES)
+    assert "'trace'" in str(written), written  # the traces were made
+    seen, _ = run_part(warm, LOOK_FOR_TRACES)
+    other = warm.folder / "other"
+    other.mkdir()
+    new = WarmSandbox(warm.sandbox, other, warm.files, [])
+    fresh, _ = run_part(new, LOOK_FOR_TRACES)
+    new.close()
+    assert seen == fresh, "a part saw what an earlier part left in the sandbox"
+    assert seen.startswith("['1,2\\n'") and warm.starts == 1, (seen, warm.starts)
+
+
+ATTACK_THE_ZYGOTE = """
+import os, signal
+found = []
+for sig in (signal.SIGSTOP, signal.SIGKILL):
+    os.kill(os.getppid(), sig)
+try:
+    os.open(f'/proc/{os.getppid()}/mem', os.O_RDWR)
+    found.append('wrote the memory of the zygote')
+except OSError:
+    pass
+out = repr([os.getppid(), *found])
+"""
+
+
+@pytest.mark.skipif(not landlock_abi(), reason="this kernel has no Landlock to keep a part from the zygote")
+def test_a_part_can_neither_kill_stop_nor_write_the_zygote(warm):
+    attacked, _ = run_part(warm, ATTACK_THE_ZYGOTE)
+    assert attacked == "[1]", attacked  # its parent is the sandbox's pid 1, unharmed
+    after, _ = run_part(warm, "out = 'fine'")
+    assert after == "fine" and warm.starts == 1, (after, warm.starts)
+
+
+def test_a_dead_zygote_costs_no_later_part(warm):
+    first, _ = run_part(warm, "out = 1")
+    assert warm.run is not None and first == 1
+    os.killpg(warm.run.process.pid, signal.SIGKILL)  # the whole sandbox, from outside
+    warm.run.process.wait()
+    later, _ = run_part(warm, "out = 2")
+    assert later == 2 and warm.starts == 2, (later, warm.starts)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="control groups need root (CI runs as root)")
+def test_each_part_runs_in_control_groups_of_its_own_left_behind_by_none(warm):
+    source = "out = open('/proc/self/cgroup').read()"
+    first, one = run_part(warm, source)
+    second, two = run_part(warm, source)
+    assert warm.run is not None and warm.starts == 1
+    sandbox_groups = list(warm.run.groups)
+    assert one.groups and two.groups and not set(one.groups) & set(two.groups)
+    for text, run in ((first, one), (second, two)):
+        assert all(group.name in str(text) for group in run.groups), (text, run.groups)
+        assert not any(group.name in str(text) for group in sandbox_groups), text
+    warm.close()
+    left = [g for g in [*sandbox_groups, *one.groups, *two.groups] if Path(g).exists()]
+    assert not left, f"control groups were left behind: {left}"
+
+
+LEAVE_A_MESSAGE_QUEUE = """
+import ctypes, os
+rt = ctypes.CDLL('librt.so.1')
+queue = rt.mq_open(b'/left', os.O_CREAT | os.O_RDWR, 0o600, None)
+out = repr(queue >= 0 and rt.mq_send(queue, b'from an earlier part', 20, 0) == 0)
+"""
+READ_A_MESSAGE_QUEUE = """
+import ctypes, os
+rt = ctypes.CDLL('librt.so.1')
+queue = rt.mq_open(b'/left', os.O_RDWR)
+text = ctypes.create_string_buffer(8192)
+length = rt.mq_receive(queue, text, 8192, None) if queue >= 0 else -1
+out = repr(text.raw[:length] if length >= 0 else None)
+"""
+
+
+def test_no_posix_message_queue_outlives_its_part(warm):
+    # POSIX message queues live in the IPC namespace all of a hand-in's parts share, and no
+    # /dev/mqueue lists them for restore(): the runner's filter refuses to make one.
+    made, _ = run_part(warm, LEAVE_A_MESSAGE_QUEUE)
+    assert made == "False", made
+    read, _ = run_part(warm, READ_A_MESSAGE_QUEUE)
+    assert read == "None", f"a later part read an earlier part's message queue: {read}"
+
+
+@pytest.fixture
+def warm_without_groups(tmp_path, monkeypatch):
+    """A warm sandbox as an ordinary user grades: no control groups (as root, run as root: the
+    slot's own user cannot reach a Python under /root, and the attack does not need it)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "data.csv").write_text("1,2\n")
+    sandbox = Sandbox(Limits())
+    monkeypatch.setattr(sandbox, "groups", None)
+    monkeypatch.setattr(sandbox, "confined", lambda cmd: cmd)
+    warm = WarmSandbox(sandbox, tmp_path, files, ["numpy"])
+    yield warm
+    warm.close()
+
+
+DETACH = """
+import os, time
+if os.fork() == 0:
+    os.setsid()  # out of the part's process group, all the judge kills without control groups
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.05)  # a process of this part's, alive while later parts run
+    os._exit(0)
+os.wait()
+out = 'detached'
+"""
+OTHER_PROCESSES = """
+import os
+out = repr(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))
+"""
+
+
+def test_no_process_of_a_part_outlives_it_without_control_groups(warm_without_groups):
+    # The runner ended of itself, so finish() kills nothing; and killpg() would miss a process
+    # in a session of its own. It shares the sandbox with every later part (it can signal
+    # their runners: the runner's Landlock domain scopes no signals).
+    planted, _ = run_part(warm_without_groups, DETACH)
+    assert planted == "detached", planted
+    seen, _ = run_part(warm_without_groups, OTHER_PROCESSES)
+    assert seen == "[1]", f"a process of an earlier part still runs beside a later part: {seen}"
+
+
+REMOVE_AND_RETARGET = """
+import errno, os
+refused = []
+for change in (
+    lambda: os.rmdir('/dev/shm'),  # where POSIX semaphores live: multiprocessing's locks
+    lambda: os.rename('/dev/shm', '/dev/shm-old'),
+    lambda: os.unlink('/bin'),
+    lambda: os.symlink('/nowhere/an-earlier-part', '/left'),  # a new symlink in the root
+    lambda: os.unlink('/dev/fd'),
+    lambda: os.mkdir('/opt/left'),
+):
+    try:
+        change()
+    except OSError as error:
+        refused.append(errno.errorcode[error.errno])
+out = repr(refused)
+"""
+USE_WHAT_WAS_THERE = """
+import multiprocessing, os
+try:
+    multiprocessing.Lock()
+    lock = 'lock'
+except OSError as error:
+    lock = repr(error)
+out = repr([lock, os.readlink('/bin')])
+"""
+
+
+def test_restore_puts_back_what_a_part_removed_or_retargeted(warm):
+    # restore() removes what is new and resets modes, but would never make again a path that
+    # was there (an empty folder, a symlink): the root and /dev are read-only, /dev/shm a mount.
+    done, _ = run_part(warm, REMOVE_AND_RETARGET)
+    assert done == repr(["EROFS"] * 6), done
+    seen, _ = run_part(warm, USE_WHAT_WAS_THERE)
+    assert seen == "['lock', 'usr/bin']", f"a part broke what a later part uses: {seen}"
+
+
+ADD_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)  # add_key(type, description, payload, length, KEY_SPEC_USER_KEYRING)
+out = repr(libc.syscall(248, b'user', b'left', b'from an earlier part', 20, -4) >= 0)
+"""
+READ_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)
+key = libc.syscall(249, b'user', b'left', None, 0)  # request_key: searches the user keyring
+text = ctypes.create_string_buffer(64)
+length = libc.syscall(250, 11, key, text, 64) if key >= 0 else -1  # KEYCTL_READ
+out = repr(text.raw[:length] if length >= 0 else None)
+"""
+
+
+def test_no_key_in_the_user_keyring_outlives_its_part(warm):
+    # The user (and user-session) keyring belongs to the sandbox's user namespace, which all
+    # of a hand-in's parts share, and a key outlives the process that added it: the runner's
+    # filter refuses to add one.
+    added, _ = run_part(warm, ADD_A_KEY)
+    assert added == "False", added
+    read, _ = run_part(warm, READ_A_KEY)
+    assert read == "None", f"a later part read an earlier part's key: {read}"
+
+
+PLANT_A_LINK = """
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:  # each time the judge empties the home, a link where it copies data.csv
+            try:
+                os.symlink(OUTSIDE, 'data.csv')
+            except OSError:
+                pass
+    os._exit(0)
+os.wait()
+out = 'planted'
+"""
+
+
+def test_the_judge_writes_no_file_outside_the_home_without_control_groups(warm_without_groups, tmp_path):
+    # The home is the judge's own folder there: _fill_home() empties it, then copies the data
+    # files in with shutil.copyfile, which follows a symlink a surviving process made meanwhile.
+    outside = tmp_path / "the grader's own file"
+    outside.write_text("grades")
+    planted, _ = run_part(warm_without_groups, f"OUTSIDE = {str(outside)!r}\n{PLANT_A_LINK}")
+    assert planted == "planted", planted
+    for _ in range(2):
+        run_part(warm_without_groups, "out = 1")
+    assert outside.read_text() == "grades", "the judge wrote a file a part's process pointed it to"
+
+
+def test_the_judge_empties_no_folder_outside_the_home_without_control_groups(warm_without_groups, tmp_path):
+    # The home's .tmp (bound as /tmp) is a plain folder of the bound home inside the sandbox:
+    # a part renames it and leaves a symlink; _fill_home() then tests tmp.is_dir() (following
+    # the link), empties where it points and makes it mode 1777. No surviving process needed.
+    folder = tmp_path / "the grader's folder"
+    folder.mkdir()
+    (folder / "grades.csv").write_text("grades")
+    swap = f"import os\nos.rename('.tmp', 'old')\nos.symlink({str(folder)!r}, '.tmp')\nout = 'swapped'"
+    swapped, _ = run_part(warm_without_groups, swap)
+    assert swapped == "swapped", swapped
+    run_part(warm_without_groups, "out = 1")
+    assert (folder / "grades.csv").exists(), "the judge emptied a folder a part's symlink pointed to"
+
+
+def test_no_extended_attribute_outlives_its_part(warm):
+    # restore() puts back a folder's mode, not its extended attributes: the filter refuses them.
+    tag = """
+import os
+try:
+    os.setxattr('/tmp', 'user.left', b'earlier')
+    out = 'tagged'
+except OSError as error:
+    out = error.strerror
+"""
+    tagged, _ = run_part(warm, tag)
+    assert tagged == "Operation not permitted", tagged
+    seen, _ = run_part(warm, "import os\nout = repr(os.listxattr('/tmp'))")
+    assert seen == "[]", f"a later part read what an earlier part wrote: {seen}"
+
+
+SET_THE_TIMES = """
+import fcntl, os, struct
+refused = []
+for folder in ('/proc', '/dev/pts', '/tmp', '/dev/shm', '.'):  # any time it likes
+    try:
+        os.utime(folder, ns=(4242424242000000001, 1234567890123456789))
+    except OSError:
+        refused.append(folder)
+for folder in ('/tmp', '/dev/shm', '.'):  # and two of its inode's flags (nodump, noatime)
+    descriptor = os.open(folder, os.O_RDONLY)
+    fcntl.ioctl(descriptor, 0x40086602, struct.pack('l', 0x40 | 0x80))  # FS_IOC_SETFLAGS
+    os.close(descriptor)
+    open(f'{folder}/new', 'w').close()  # the folder's times change as it changes, too
+out = repr(refused)
+"""
+READ_THE_TIMES = """
+import fcntl, os, struct
+def flags(folder):
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        return struct.unpack('l', fcntl.ioctl(descriptor, 0x80086601, bytes(8)))[0]  # FS_IOC_GETFLAGS
+    finally:
+        os.close(descriptor)
+times = [(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns) for f in ('/proc', '/dev/pts')]
+out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in ('/tmp', '/dev/shm', '.')] + times)
+"""
+
+
+def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
+    # utime() would write two 64-bit numbers on each folder (a part's filter refuses it); a
+    # folder's times change with what it holds, and its inode flags (FS_IOC_SETFLAGS) are the
+    # user's to set: restore() puts them back on /tmp, /dev/shm and the home.
+    before, _ = run_part(warm, READ_THE_TIMES)
+    done, _ = run_part(warm, SET_THE_TIMES)
+    assert done == repr(["/proc", "/dev/pts", "/tmp", "/dev/shm", "."]), done
+    seen, _ = run_part(warm, READ_THE_TIMES)
+    assert seen == before, f"a later part read the times an earlier part set: {seen} (were {before})"
+    flags = [eval(text)[k][2] for text in (before, seen) for k in range(3)]  # noqa: S307 - the runner's repr
+    assert flags[:3] == flags[3:], f"a later part read the inode flags an earlier part set: {flags[3:]}"
+
+
+CHANGE_THE_ZYGOTE = """
+import os, resource
+# The zygote (pid 1) has this part's user: the kernel lets a part lower its limits, its
+# priority and its processors, and raise its OOM score; every later part's runner, forked
+# from it, inherits them (the runner sets only the CPU, memory, file, process and core limits).
+changed = []
+for change in (
+    lambda: resource.prlimit(1, resource.RLIMIT_DATA, (300 << 20, 300 << 20)),
+    lambda: resource.prlimit(1, resource.RLIMIT_STACK, (1 << 20, 1 << 20)),
+    lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (77, 77)),
+    lambda: os.setpriority(os.PRIO_PROCESS, 1, 19),  # the lowest priority: always allowed
+    lambda: os.sched_setaffinity(1, {max(os.sched_getaffinity(0))}),
+    lambda: os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0)),
+    lambda: open('/proc/1/oom_score_adj', 'w').write('777'),  # /proc is read-only
+):
+    try:
+        change()
+        changed.append('changed')
+    except OSError as error:
+        changed.append(error.strerror)
+out = repr(changed)
+"""
+READ_WHAT_IT_INHERITED = """
+import os, resource
+names = ('RLIMIT_DATA', 'RLIMIT_STACK', 'RLIMIT_NOFILE')
+out = repr([*(resource.getrlimit(getattr(resource, n)) for n in names), os.getpriority(os.PRIO_PROCESS, 0),
+            os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)), open('/proc/self/oom_score_adj').read().strip()])
+"""
+HONEST_ALLOCATION = "import numpy\nout = float(numpy.ones(50_000_000).sum())"  # 400 MB
+
+
+def test_no_limit_an_earlier_part_set_on_the_zygote_reaches_a_later_part(warm):
+    before, _ = run_part(warm, READ_WHAT_IT_INHERITED)
+    changed, _ = run_part(warm, CHANGE_THE_ZYGOTE)
+    assert changed == repr(["changed"] * 6 + ["Read-only file system"]), changed
+    after, _ = run_part(warm, READ_WHAT_IT_INHERITED)
+    assert after == before, f"a later part inherited what an earlier part set on the zygote: {after} (was {before})"
+    honest, _ = run_part(warm, HONEST_ALLOCATION)
+    assert honest == 5e7, f"an honest later part failed: {honest}"
+
+
+def test_an_earlier_part_cannot_keep_a_later_parts_runner_from_starting(warm):
+    # The zygote's hard file-size limit lowered below the one the runner sets: the next
+    # runner's setrlimit fails before any cell runs, which the judge takes for a failure of
+    # the machinery, and the whole hand-in goes unscored, to a human.
+    lowered = "import resource\nresource.prlimit(1, resource.RLIMIT_FSIZE, (4096, 4096))\nout = 'lowered'"
+    done, _ = run_part(warm, lowered)
+    assert done == "lowered", done
+    later, _ = run_part(warm, "out = 'ran'")
+    assert later == "ran", f"a later part's runner did not start: {later!r}"
+
+
+HOLD_IN_A_CHILD = """
+import os, numpy
+child = os.fork()
+if child == 0:  # the memory is held by a process of the part's that is not the runner
+    numpy.ones(40_000_000)
+    os._exit(0)
+os.waitpid(child, 0)
+out = 'held'
+"""
+HOLD_THEN_RESET_THE_MARK = """
+import numpy
+numpy.ones(40_000_000)  # 320 MB, given back to the kernel as the array goes
+try:
+    with open('/proc/self/clear_refs', 'w') as marks:
+        marks.write('5')  # the runner's own high-water mark, reset to what it holds now
+except OSError:
+    pass  # /proc is read-only
+out = 'held'
+"""
+
+
+def test_the_meter_sees_all_the_memory_a_part_held(warm):
+    # peak_memory (ps13's checkpointing test) reads the runner's VmHWM: memory a forked child
+    # holds is never counted (an answer that records the whole flight in a child passes,
+    # 19/19 where the same answer in the runner scores 13/19), and the runner may reset its
+    # own mark through /proc/self/clear_refs just before the call returns.
+    peaks: list[int] = []
+    for source in (HOLD_IN_A_CHILD, HOLD_THEN_RESET_THE_MARK):
+        held, _ = run_part(warm, source, peaks)
+        assert held == "held", held
+    assert min(peaks) >= 300e6, f"the meter read {[f'{p / 1e6:.1f} MB' for p in peaks]} for 320 MB held"
+
+
+TOUCH_A_DEVICE = """
+import os
+done = []
+for change in (lambda: os.chmod('/dev/full', 0o666), lambda: os.utime('/dev/full', ns=(1111111111000000001, 1222))):
+    try:  # the mode /dev/full has: were it 0, no process of the host but root's could open it
+        change()
+        done.append('changed')
+    except OSError as error:
+        done.append(error.strerror)
+out = repr(done)
+"""
+
+
+def test_a_part_changes_no_device_node_of_the_host(warm):
+    # bubblewrap's --dev binds the host's /dev/null, zero, full, random, urandom and tty, read-
+    # write; as root the sandbox's user is the host's root (uid 0, no capabilities), their owner:
+    # a part could chmod the host's /dev/null for every user of the machine and every sandbox,
+    # or write a number into its times that a later part, or another hand-in, reads.
+    host = os.stat("/dev/full")
+    try:
+        done, _ = run_part(warm, TOUCH_A_DEVICE)
+        after = os.stat("/dev/full")
+        assert (after.st_atime_ns, after.st_mtime_ns) == (host.st_atime_ns, host.st_mtime_ns), (
+            f"a part changed the host's /dev/full: {done}"
+        )
+    finally:
+        os.utime("/dev/full", ns=(host.st_atime_ns, host.st_mtime_ns))
