@@ -611,3 +611,38 @@ def test_honest_file_copies_work_in_a_part(warm):
     # that works in Jupyter.
     done, _ = run_part(warm, HONEST_COPIES)
     assert done == repr(["ok"] * 4), f"shutil's copies failed in a part: {done}"
+
+
+BALLAST = """
+import numpy
+BALLAST = [numpy.ones(25_000_000)]  # 200 MB, held when the judge resets the mark
+def measured():
+    BALLAST.clear()  # back to the kernel as the call begins
+    work = numpy.ones(25_000_000)  # the 200 MB the computation holds, under the mark
+    return float(work.sum())
+"""
+
+
+def test_the_meter_sees_the_memory_of_a_call_that_dropped_a_ballast(warm, monkeypatch):
+    # peak_memory reads the group's high-water mark, reset as the call begins, less what the
+    # part held then: an answer whose cell holds a ballast, and whose function lets go of it
+    # first, computes in the memory the ballast held and reads about 0 (ps13: a flight
+    # recorded whole, as checkpointed). Not the allocator's reuse the meter's docstring
+    # accepts: memory given back to the kernel, on purpose, inside the measured call.
+    from course_grader import judge
+
+    run = warm.start()
+    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
+    job = {"cells": [{"name": "cell", "kind": "answer", "source": BALLAST}], "cell_timeout": 10}
+    job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
+    stand_ins.CHANNEL.send({**job, "answers": ["measured"], "classes": [], "debug": False})
+    try:
+        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
+            pass
+        measured = stand_ins.CHANNEL.codec.decode(event["names"]["measured"])
+        monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
+        result, peak = judge.peak_memory(measured)
+    finally:
+        run.finish()
+    assert result == 25e6
+    assert peak >= 190e6, f"the meter read {peak / 1e6:.1f} MB for a call that held 200 MB"
