@@ -679,3 +679,46 @@ def test_no_io_priority_an_earlier_part_set_on_the_zygote_reaches_a_later_part(w
     lowered, _ = run_part(warm, "import ctypes\nout = ctypes.CDLL(None).syscall(251, 1, 1, 3 << 13)")
     after, _ = run_part(warm, read)
     assert after == before, f"a later part inherited the I/O priority an earlier part set on the zygote: {after}"
+
+
+MARK_THE_SHARED_DESCRIPTIONS = """
+import fcntl, os
+fcntl.fcntl(0, fcntl.F_SETFL, os.O_NONBLOCK | os.O_APPEND)  # the zygote's own /dev/null, shared by every fork
+fcntl.fcntl(0, 10, 42)  # F_SETSIG: any signal number, kept in the open file description
+out = 'marked'
+"""
+READ_THE_SHARED_DESCRIPTIONS = """
+import fcntl
+out = repr([fcntl.fcntl(0, fcntl.F_GETFL), fcntl.fcntl(0, 11)])  # 11: F_GETSIG
+"""
+
+
+def test_no_file_status_an_earlier_part_set_reaches_a_later_part(warm):
+    # The zygote's standard input and output (the judge's /dev/null) are one open file
+    # description that every forked runner shares: its status flags and its F_SETSIG number
+    # are the description's, not the process's, so one part sets them and the next reads them.
+    before, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
+    marked, _ = run_part(warm, MARK_THE_SHARED_DESCRIPTIONS)
+    assert marked == "marked", marked
+    after, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
+    assert after == before, f"a later part read the file status an earlier part set: {after} (was {before})"
+
+
+def test_a_part_sets_no_write_hint_on_a_device_node_of_the_host(warm):
+    # F_SET_RW_HINT (fcntl) writes a number into the inode, for its owner only: the sandbox's
+    # user owns the host's /dev/null (as root), so a part sets it on the host's inode, where any
+    # process of the machine, and another hand-in's part, reads it (F_GET_RW_HINT).
+    import fcntl
+    import struct
+
+    hint = struct.pack("Q", 0)
+    device = os.open("/dev/null", os.O_RDONLY)
+    host = fcntl.fcntl(device, 1035, hint)  # F_GET_RW_HINT
+    try:
+        source = "import fcntl, os, struct\nfcntl.fcntl(os.open('/dev/null', os.O_RDONLY), 1036, struct.pack('Q', 5))"
+        run_part(warm, source + "\nout = 'set'")
+        after = fcntl.fcntl(device, 1035, hint)
+        assert after == host, f"a part set the write hint of the host's /dev/null: {struct.unpack('Q', after)}"
+    finally:
+        fcntl.fcntl(device, 1036, host)  # F_SET_RW_HINT: as it was
+        os.close(device)
