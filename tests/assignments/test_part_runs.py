@@ -624,27 +624,57 @@ def measured():
 """
 
 
+def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, int]:
+    """Run a part whose answer cell defines ``measured()``, then the judge's own
+    ``peak_memory(measured)``, with its meter made as judge_part makes it: the call's result
+    and the memory it held, as the judge reads it."""
+    from course_grader import judge
+
+    run = warm.start()
+    monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
+    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
+    job = {"cells": [{"name": "cell", "kind": "answer", "source": source}], "cell_timeout": 10}
+    job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
+    stand_ins.CHANNEL.send({**job, "answers": ["measured"], "classes": [], "debug": False})
+    try:
+        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
+            pass
+        return judge.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
+    finally:
+        run.finish()
+
+
 def test_the_meter_sees_the_memory_of_a_call_that_dropped_a_ballast(warm, monkeypatch):
     # peak_memory reads the group's high-water mark, reset as the call begins, less what the
     # part held then: an answer whose cell holds a ballast, and whose function lets go of it
     # first, computes in the memory the ballast held and reads about 0 (ps13: a flight
     # recorded whole, as checkpointed). Not the allocator's reuse the meter's docstring
     # accepts: memory given back to the kernel, on purpose, inside the measured call.
-    from course_grader import judge
+    result, peak = measured_peak(warm, BALLAST, monkeypatch)
+    assert result == 25e6
+    assert peak >= 190e6, f"the meter read {peak / 1e6:.1f} MB for a call that held 200 MB"
 
-    run = warm.start()
-    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
-    job = {"cells": [{"name": "cell", "kind": "answer", "source": BALLAST}], "cell_timeout": 10}
-    job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
-    stand_ins.CHANNEL.send({**job, "answers": ["measured"], "classes": [], "debug": False})
-    try:
-        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
-            pass
-        measured = stand_ins.CHANNEL.codec.decode(event["names"]["measured"])
-        monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
-        result, peak = judge.peak_memory(measured)
-    finally:
-        run.finish()
+
+POSE_AS_BWRAP = """
+import ctypes, os, time, numpy
+if os.fork() == 0:  # younger than the runner, and holding next to nothing
+    while True:
+        time.sleep(1)
+fields = open('/proc/self/stat').read().rpartition(')')[2].split()
+start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: where /proc/<pid>/cmdline is read
+ctypes.memset(start, 0, end - start)
+ctypes.memmove(start, b'/usr/bin/bwrap', 14)  # the runner's command line now ends with "bwrap"
+def measured():
+    return float(numpy.ones(25_000_000).sum())  # 200 MB in the runner
+"""
+
+
+def test_the_meter_measures_the_runner_that_poses_as_bubblewrap(warm_without_groups, monkeypatch):
+    # Without control groups the meter reads the VmHWM of "the oldest process of the sandbox
+    # that is not bubblewrap's", told by /proc/<pid>/cmdline, which is the process's own memory
+    # to rewrite: the runner poses as bwrap and the meter reads an idle child instead (found
+    # at the first reset, after the cells ran).
+    result, peak = measured_peak(warm_without_groups, POSE_AS_BWRAP, monkeypatch)
     assert result == 25e6
     assert peak >= 190e6, f"the meter read {peak / 1e6:.1f} MB for a call that held 200 MB"
 
