@@ -752,3 +752,24 @@ def test_a_part_sets_no_write_hint_on_a_device_node_of_the_host(warm):
     finally:
         fcntl.fcntl(device, 1036, host)  # F_SET_RW_HINT: as it was
         os.close(device)
+
+
+def test_honest_shared_memory_works_in_a_part(warm):
+    # multiprocessing.shared_memory (fork start method, as the README promises works) registers
+    # each block with multiprocessing's resource tracker, a new Python it starts with exec: the
+    # filter refuses it and SharedMemory(create=True) fails with BrokenPipeError.
+    source = """
+import time
+from multiprocessing import shared_memory
+seen = []
+for step in range(5):  # each create and unlink writes to the tracker: each races its failed start
+    block = shared_memory.SharedMemory(create=True, size=1024)
+    block.buf[0] = step
+    time.sleep(0.05)  # the work
+    seen.append(block.buf[0])
+    block.close()
+    block.unlink()
+out = repr(seen)
+"""
+    done, _ = run_part(warm, source)
+    assert done == "[0, 1, 2, 3, 4]", f"multiprocessing.shared_memory failed in a part: {done!r}"
