@@ -37,13 +37,13 @@ class MeterError(RuntimeError):
 
 
 class MemoryMeter:
-    """The resident memory of the runner started as (or under) the process ``root``, or of
-    everything in the part's control ``groups`` (the one that has a memory controller)."""
+    """The resident memory of the runner, the process ``pid`` (as the judge found it when it
+    started, never by anything the process says of itself), or of everything in the part's
+    control ``groups`` (the one that has a memory controller)."""
 
-    def __init__(self, root: int, groups: list[Path] = []):  # noqa: B006 - never changed
-        self.root = root
-        self.pid: int | None = None
-        self.started = 0  # the runner's start time (/proc/<pid>/stat): a later process never matches
+    def __init__(self, pid: int, groups: list[Path] = []):  # noqa: B006 - never changed
+        self.pid = pid
+        self.started = start_time(pid)  # the runner's start time: a later process never matches
         self.group = next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
         self.marks: IO[str] | None = None  # v2: the open memory.peak that was reset
 
@@ -85,13 +85,8 @@ class MemoryMeter:
         return int((group / "memory.current").read_text())
 
     def _runner(self) -> int:
-        """The runner: the oldest process of the sandbox that is not bubblewrap's own (a process
-        the student's code starts is younger), found once and then checked to be the same."""
-        if self.pid is None:
-            found = sorted((start_time(p), p) for p in descendants(self.root) if not _is_bwrap(p) and start_time(p))
-            if not found:
-                raise MeterError("the student's process is not running")
-            self.started, self.pid = found[0]
+        """The runner, checked to be the process the meter was made for (not a later one with
+        its pid)."""
         if start_time(self.pid) != self.started:
             raise MeterError("the student's process ended")
         return self.pid
@@ -125,10 +120,3 @@ def start_time(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19])  # field 22
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _is_bwrap(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bwrap")
-    except OSError:
-        return True

@@ -53,6 +53,8 @@ class Machine(NamedTuple):
     execs: tuple[int, int]
     channels: tuple[int, ...]
     owner_calls: tuple[int, ...]
+    utimensat: int
+    fcntl: int
     # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
     # 30 set (x32's execve is another number), so the filter refuses every one of those.
     x32: bool = False
@@ -61,29 +63,42 @@ class Machine(NamedTuple):
 # Where a part's code could leave data that outlives its processes and that the warm runner
 # cannot list to put back (course_grader.zygote): POSIX message queues (mq_open ... mq_getsetattr),
 # the kernel's keyrings (add_key, request_key, keyctl) and extended attributes (setxattr,
-# lsetxattr, fsetxattr, setxattrat: 463 on every machine since Linux 6.13). No honest answer
-# needs them; multiprocessing's locks are files in /dev/shm, which are put back.
-# A part's runner also may not change a file's mode or times (chmod, fchmod, fchmodat, fchmodat2:
-# 452 everywhere; utime, utimes, futimesat, utimensat), which only the file's owner may: where
-# the grader runs as root, the sandbox's user is the host's root to the kernel, and so the owner
-# of the host's /dev/null, /dev/zero, ... that bubblewrap binds into the sandbox (writable, as
-# devices must be). The warm runner keeps both, to put the sandbox's own folders back.
-SETXATTRAT, FCHMODAT2 = 463, 452
+# lsetxattr, fsetxattr, setxattrat: 463 on every machine since Linux 6.13), and io_uring
+# (io_uring_setup, _enter, _register: 425-427 everywhere), whose requests set attributes (POSIX
+# ACLs too) with none of those calls. Nor may a part lower the warm runner's I/O priority
+# (ioprio_set), which later parts would inherit, or set a write hint on a file (fcntl's
+# F_SET_RW_HINT, F_SET_FILE_RW_HINT), a number kept on the inode: the host's /dev/null's, for
+# any process to read. No honest answer needs them; multiprocessing's locks are files in
+# /dev/shm, which are put back.
+# In a part's runner, changing a file's mode or setting its times (chmod, fchmod, fchmodat,
+# fchmodat2: 452 everywhere; utime, utimes, futimesat, and utimensat given times) succeeds and
+# does nothing: only a file's owner may, and where the grader runs as root the sandbox's user is
+# the host's root to the kernel, so the owner of the host's /dev/null, /dev/zero, ... that
+# bubblewrap binds into the sandbox (writable, as devices must be). So shutil.copy and copy2
+# still work (the copy keeps its own mode and times). utimensat without times (a file's times
+# set to now, as Path.touch does first) runs: it needs write access only and writes no number
+# of the caller's choosing. The warm runner keeps all of them, to put its own folders back.
+SETXATTRAT, FCHMODAT2, IO_URING = 463, 452, (425, 426, 427)
+WRITE_HINTS = (1024 + 12, 1024 + 14)  # F_SET_RW_HINT, F_SET_FILE_RW_HINT (F_LINUX_SPECIFIC_BASE + n)
 MACHINES = {
     "x86_64": Machine(
         audit_arch=0xC000003E,
         seccomp=317,
         execs=(59, 322),
-        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT),
-        owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261, 280),
+        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT, *IO_URING, 251),
+        owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261),
+        utimensat=280,
+        fcntl=72,
         x32=True,
     ),
     "aarch64": Machine(
         audit_arch=0xC00000B7,
         seccomp=277,
         execs=(221, 281),
-        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT),
-        owner_calls=(52, 53, FCHMODAT2, 88),
+        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT, *IO_URING, 30),
+        owner_calls=(52, 53, FCHMODAT2),
+        utimensat=88,
+        fcntl=25,
     ),
 }
 X32_SYSCALL_BIT = 0x40000000
@@ -94,8 +109,11 @@ JUMP_IF_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 JUMP_IF_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 RETURN = 0x06  # BPF_RET | BPF_K
 SYSCALL_NUMBER, AUDIT_ARCH = 0, 4
+TIMES_ARGUMENT = 16 + 2 * 8  # utimensat's third argument (times), low word first (little-endian)
+COMMAND_ARGUMENT = 16 + 1 * 8  # fcntl's second argument (the command)
 ALLOW = 0x7FFF0000  # SECCOMP_RET_ALLOW
 REFUSE = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO: the call fails with EPERM
+IGNORE = 0x00050000  # SECCOMP_RET_ERRNO with error 0: the call returns 0, having done nothing
 
 PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_SET_MODE_FILTER = 1
@@ -112,18 +130,44 @@ def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes
 
 def filter_program(machine: Machine, part: bool = True) -> bytes:
     """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
-    x32 one, ``execve``, ``execveat`` or one of the machine's ``channels`` (and, in a ``part``'s
-    runner, its ``owner_calls``) fails with EPERM; every other call is allowed."""
-    tests = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
-    refused = (*machine.execs, *machine.channels, *(machine.owner_calls if part else ()))
-    tests += [(JUMP_IF_EQUAL, number) for number in refused]
+    x32 one, ``execve``, ``execveat``, one of the machine's ``channels`` or ``fcntl`` setting a
+    write hint fails with EPERM; in a ``part``'s runner, its ``owner_calls`` and ``utimensat``
+    given times return 0 having done nothing; every other call is allowed."""
+    refused = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
+    refused += [(JUMP_IF_EQUAL, number) for number in (*machine.execs, *machine.channels)]
+    ignored = machine.owner_calls if part else ()
+    first = 3  # after: load the architecture, check it, load the call's number
+    allow = first + len(refused) + len(ignored) + 4 + (5 if part else 0)
+    refuse, ignore = allow + 1, allow + 2
+
+    def to(target: int, at: int) -> int:  # a jump from ``at`` to ``target``: instructions skipped
+        return target - at - 1
+
     program = [
         instruction(LOAD_WORD, AUDIT_ARCH),
-        instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=len(tests) + 2),
+        instruction(JUMP_IF_EQUAL, machine.audit_arch, if_false=to(refuse, 1)),
         instruction(LOAD_WORD, SYSCALL_NUMBER),
     ]
-    program += [instruction(code, k, if_true=len(tests) - i) for i, (code, k) in enumerate(tests)]
-    program += [instruction(RETURN, ALLOW), instruction(RETURN, REFUSE)]
+    program += [instruction(code, k, if_true=to(refuse, first + i)) for i, (code, k) in enumerate(refused)]
+    at = first + len(refused)
+    program += [instruction(JUMP_IF_EQUAL, k, if_true=to(ignore, at + i)) for i, k in enumerate(ignored)]
+    at += len(ignored)  # fcntl: refused for a write hint, allowed for any other command
+    program += [
+        instruction(JUMP_IF_EQUAL, machine.fcntl, if_false=to(at + 4, at)),
+        instruction(LOAD_WORD, COMMAND_ARGUMENT),
+        instruction(JUMP_IF_EQUAL, WRITE_HINTS[0], if_true=to(refuse, at + 2)),
+        instruction(JUMP_IF_EQUAL, WRITE_HINTS[1], if_true=to(refuse, at + 3), if_false=to(allow, at + 3)),
+    ]
+    if part:  # utimensat: allowed with times NULL (both words 0), ignored otherwise
+        at += 4
+        program += [
+            instruction(JUMP_IF_EQUAL, machine.utimensat, if_false=to(allow, at)),
+            instruction(LOAD_WORD, TIMES_ARGUMENT),
+            instruction(JUMP_IF_EQUAL, 0, if_false=to(ignore, at + 2)),
+            instruction(LOAD_WORD, TIMES_ARGUMENT + 4),
+            instruction(JUMP_IF_EQUAL, 0, if_true=to(allow, at + 4), if_false=to(ignore, at + 4)),
+        ]
+    program += [instruction(RETURN, ALLOW), instruction(RETURN, REFUSE), instruction(RETURN, IGNORE)]
     return b"".join(program)
 
 

@@ -83,6 +83,12 @@ def serve_forks(socket_fd: int) -> tuple[int, int]:
                 os.setpgid(0, 0)  # the part's own process group: without control groups, what the judge kills
                 os.dup2(fds[2], 2)
                 os.close(fds[2])
+                # Its own /dev/null on 0 and 1: the status of an open file (O_NONBLOCK,
+                # O_APPEND, F_SETSIG) is shared by every process that holds it.
+                null = os.open("/dev/null", os.O_RDWR)
+                for fd in (0, 1):
+                    os.dup2(null, fd)
+                os.close(null)
                 _fresh_random_state()
                 return fds[0], fds[1]
             ENDED[pid] = None
@@ -105,6 +111,7 @@ def warm(path: str, modules: list[str]) -> list[str]:
     have, when a cell imports it."""
     if path and path not in sys.path:
         sys.path.insert(0, path)
+    _no_resource_tracker()
     done = []
     for name in modules:
         try:
@@ -113,6 +120,15 @@ def warm(path: str, modules: list[str]) -> list[str]:
         except BaseException:  # noqa: BLE001 - a rules stub, an uninstalled package: the cell will say
             pass
     return done
+
+
+def _no_resource_tracker() -> None:
+    """multiprocessing.shared_memory tells each segment it makes to a tracker process, which it
+    starts as a program: none can start here, and the call would fail. Nothing needs tracking:
+    what a part leaves in /dev/shm is removed when it ends."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.register = resource_tracker.unregister = lambda name, rtype: None
 
 
 ENDED: dict[int, int | None] = {}  # the parts' runners: pid -> return code, once reaped

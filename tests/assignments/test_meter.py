@@ -1,5 +1,6 @@
 """The judge's memory meter (course_grader/meter.py), read from outside a bubblewrap sandbox: it
-finds the sandboxed process, not bubblewrap's own nor a younger process the student's code
+measures the sandboxed process it is given (the judge finds the runner by its pid in the
+sandbox, never by what the process says of itself), not a younger process the student's code
 starts, and reads one call's peak from a reset high-water mark."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from course_grader.meter import MemoryMeter, MeterError
+from course_grader.meter import MemoryMeter, MeterError, descendants
 from course_grader.sandbox import find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
@@ -36,13 +37,12 @@ sys.stdin.readline()
 
 
 def test_the_meter_reads_one_calls_peak_of_the_sandboxed_process():
-    command = [find_bwrap(), "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc"]
-    command += ["--dev", "/dev", sys.executable, "-c", CHILD]
+    command = [find_bwrap(), "--unshare-all", "--as-pid-1", "--die-with-parent", "--ro-bind", "/", "/"]
+    command += ["--proc", "/proc", "--dev", "/dev", sys.executable, "-c", CHILD]
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        meter = MemoryMeter(process.pid)
 
         def step() -> str:
             process.stdin.write("\n")
@@ -50,6 +50,8 @@ def test_the_meter_reads_one_calls_peak_of_the_sandboxed_process():
             return process.stdout.readline().strip()
 
         assert step() == "forked"
+        sandboxed, child = descendants(process.pid)[1:]  # bubblewrap, its Python (pid 1 there), the child
+        meter = MemoryMeter(sandboxed)
         baseline = meter.reset()
         assert 0 < baseline < 100 * 1024**2, "the meter read the child that holds 120 MB, not the process"
         assert step() == "done"

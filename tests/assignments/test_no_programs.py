@@ -20,13 +20,20 @@ from course_grader.sandbox import Sandbox, find_bwrap
 # written out here rather than read from the module under test.
 AUDIT_ARCH = {"x86_64": 0xC000003E, "i386": 0x40000003, "aarch64": 0xC00000B7, "arm": 0x40000028}
 EXECVE = {"x86_64": (59, 322), "x32": (0x40000000 + 520, 0x40000000 + 545), "aarch64": (221, 281)}
-ALLOWED, REFUSED = 0x7FFF0000, 0x00050000 | errno.EPERM
+ALLOWED, REFUSED, IGNORED = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000
+# Calls that would outlive a part (mq_open, add_key, keyctl, setxattr) and calls a file's owner
+# makes (chmod, fchmodat, utimensat), on each machine.
+CHANNELS = {"x86_64": (240, 248, 250, 188, 425, 426, 251), "aarch64": (180, 217, 219, 5, 425, 426, 30)}
+FCNTL = {"x86_64": 72, "aarch64": 25}
+OWNER_CALLS = {"x86_64": (90, 268, 452), "aarch64": (53, 452)}
+UTIMENSAT = {"x86_64": 280, "aarch64": 88}
 
 
-def decide(program: bytes, arch: int, number: int) -> int:
-    """What the kernel's BPF machine returns for a system call: a small interpreter of the
-    instructions seccomp accepts (load a word of seccomp_data, jump if equal / at least, return)."""
-    data = struct.pack("=iI", number, arch) + bytes(56)  # nr, arch, instruction pointer, args
+def decide(program: bytes, arch: int, number: int, second: int = 0, third: int = 0) -> int:
+    """What the kernel's BPF machine returns for a system call (with these second and third
+    arguments): a small interpreter of the instructions seccomp accepts (load a word of
+    seccomp_data, jump if equal / at least, return)."""
+    data = struct.pack("=iIQ6Q", number, arch, 0, 0, second, third, 0, 0, 0)  # nr, arch, instruction pointer, args
     steps = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     accumulator, at = 0, 0
     while True:
@@ -133,3 +140,32 @@ def test_threads_children_and_grandchildren_start_no_program_and_forking_works()
             "pool": [1, 2, 3],
         }
     )
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_a_parts_filter_refuses_lasting_channels_and_ignores_a_files_owner_calls(machine):
+    """In a part's runner: message queues, keys and extended attributes fail with EPERM; chmod,
+    and utimensat given times, return 0 having done nothing, while utimensat without times
+    (touch) runs. The warm runner's own filter refuses the channels too but lets it chmod and
+    set times (it puts the sandbox's folders back)."""
+    part = no_programs.filter_program(no_programs.MACHINES[machine])
+    zygote = no_programs.filter_program(no_programs.MACHINES[machine], part=False)
+    arch = AUDIT_ARCH[machine]
+    for number in CHANNELS[machine]:
+        assert decide(part, arch, number) == decide(zygote, arch, number) == REFUSED, number
+    for number in OWNER_CALLS[machine]:
+        assert decide(part, arch, number) == IGNORED and decide(zygote, arch, number) == ALLOWED, number
+    for number in EXECVE[machine]:
+        assert decide(part, arch, number) == decide(zygote, arch, number) == REFUSED, number
+    utimensat = UTIMENSAT[machine]
+    assert decide(part, arch, utimensat) == decide(zygote, arch, utimensat) == ALLOWED  # times NULL
+    for times in (0x7FFD12345678, 1 << 32, 1):  # a pointer to the times, in either word
+        assert decide(part, arch, utimensat, third=times) == IGNORED
+        assert decide(zygote, arch, utimensat, third=times) == ALLOWED
+    assert decide(part, arch, 0, third=0x7FFD12345678) == ALLOWED  # another call's third argument: no matter
+    fcntl = FCNTL[machine]
+    for command in (1036, 1038):  # F_SET_RW_HINT, F_SET_FILE_RW_HINT
+        assert decide(part, arch, fcntl, second=command) == decide(zygote, arch, fcntl, second=command) == REFUSED
+    for command in (0, 1, 2, 3, 4, 1033, 1037):  # F_DUPFD ... F_SETFL, F_ADD_SEALS, F_GET_RW_HINT
+        assert decide(part, arch, fcntl, second=command) == ALLOWED, command
+    assert decide(part, arch, 0, second=1036) == ALLOWED  # another call's second argument: no matter

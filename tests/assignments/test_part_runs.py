@@ -369,12 +369,12 @@ out = repr([(os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns, flags(f)) for f in 
 
 
 def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
-    # utime() would write two 64-bit numbers on each folder (a part's filter refuses it); a
+    # utime() would write two 64-bit numbers on each folder (in a part it does nothing); a
     # folder's times change with what it holds, and its inode flags (FS_IOC_SETFLAGS) are the
     # user's to set: restore() puts them back on /tmp, /dev/shm and the home.
     before, _ = run_part(warm, READ_THE_TIMES)
     done, _ = run_part(warm, SET_THE_TIMES)
-    assert done == repr(["/proc", "/dev/pts", "/tmp", "/dev/shm", "."]), done
+    assert done == "[]", done
     seen, _ = run_part(warm, READ_THE_TIMES)
     assert seen == before, f"a later part read the times an earlier part set: {seen} (were {before})"
     flags = [eval(text)[k][2] for text in (before, seen) for k in range(3)]  # noqa: S307 - the runner's repr
@@ -493,3 +493,243 @@ def test_a_part_changes_no_device_node_of_the_host(warm):
         )
     finally:
         os.utime("/dev/full", ns=(host.st_atime_ns, host.st_mtime_ns))
+
+
+# io_uring (io_uring_setup, io_uring_enter), which the filter allows, does some of what it
+# refuses: its SETXATTR request sets an extended attribute, or a POSIX ACL, with no setxattr
+# system call the filter sees.
+IO_URING_SETXATTR = """
+import ctypes, mmap, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+KEEP = []
+def address(data):
+    KEEP.append(ctypes.create_string_buffer(data, len(data)))
+    return ctypes.addressof(KEEP[-1])
+def setxattr(path, name, value):  # IORING_OP_SETXATTR (42), waited for: its result
+    params = ctypes.create_string_buffer(120)
+    ring = libc.syscall(425, 4, params)  # io_uring_setup
+    if ring < 0:
+        return -ctypes.get_errno()
+    sq_entries, cq_entries = struct.unpack_from('II', params.raw, 0)
+    sq, cq = struct.unpack_from('IIIIIIIIQ', params.raw, 40), struct.unpack_from('IIIIIIIIQ', params.raw, 80)
+    size = max(sq[6] + sq_entries * 4, cq[5] + cq_entries * 16)
+    rings = mmap.mmap(ring, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0)
+    sqes = mmap.mmap(ring, sq_entries * 64, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, offset=0x10000000)
+    sqes[0:64] = struct.pack('=BBHiQQIIQHHIQQ', 42, 0, 0, -1, address(value), address(name + b'\\0'),
+                             len(value), 0, 1, 0, 0, 0, address(path + b'\\0'), 0)
+    tail, mask = struct.unpack_from('II', rings, sq[1])
+    struct.pack_into('I', rings, sq[6] + (tail & mask) * 4, 0)
+    struct.pack_into('I', rings, sq[1], tail + 1)
+    if libc.syscall(426, ring, 1, 1, 1, None, 0) < 0:  # io_uring_enter: submit one, wait for it
+        return -ctypes.get_errno()
+    head, = struct.unpack_from('I', rings, cq[0])
+    result, = struct.unpack_from('i', rings, cq[5] + (head & struct.unpack_from('I', rings, cq[2])[0]) * 16 + 8)
+    return result
+"""
+
+
+def test_no_extended_attribute_outlives_its_part_through_io_uring(warm):
+    # The filter refuses setxattr, lsetxattr, fsetxattr and setxattrat, not io_uring: an
+    # IORING_OP_SETXATTR puts 'user.left' on /tmp, /dev/shm and the home, which restore()
+    # never looks at, and a later part reads it back with getxattr.
+    tags = "out = repr([setxattr(f.encode(), b'user.left', b'earlier') for f in ('/tmp', '/dev/shm', '.')])"
+    tag = IO_URING_SETXATTR + tags
+    tagged, _ = run_part(warm, tag)
+    assert isinstance(tagged, str), tagged
+    seen, _ = run_part(warm, "import os\nout = repr([os.listxattr(f) for f in ('/tmp', '/dev/shm', '.')])")
+    assert seen == "[[], [], []]", f"a later part read what an earlier part wrote through io_uring: {seen} ({tagged})"
+
+
+ACL_ON_A_DEVICE = """
+acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, 6, 0xFFFFFFFF) for tag in (1, 4))
+acl += struct.pack('<HHI', 0x20, 0, 0xFFFFFFFF)  # user rw, group rw, others nothing: mode 0660
+out = repr(setxattr(b'/dev/full', b'system.posix_acl_access', acl))
+"""
+
+
+def test_a_part_changes_no_device_node_mode_through_io_uring(warm):
+    # chmod is refused, but a POSIX ACL sets a file's mode bits as well, and io_uring's SETXATTR
+    # sets one with no system call the filter sees: as root the sandbox's user owns the host's
+    # /dev/full (bound read-write), so a part could make the host's /dev/null 0600 for every
+    # user of the machine. Here /dev/full, put back whatever happens.
+    host = os.stat("/dev/full")
+    try:
+        done, _ = run_part(warm, IO_URING_SETXATTR + ACL_ON_A_DEVICE)
+        after = os.stat("/dev/full")
+        assert after.st_mode == host.st_mode, f"a part changed the mode of the host's /dev/full: {done}"
+    finally:
+        os.chmod("/dev/full", host.st_mode & 0o7777)
+
+
+HONEST_COPIES = """
+import os, shelve, shutil
+from pathlib import Path
+open('table.csv', 'w').write('1,2\\n')
+os.makedirs('runs/first')
+open('/tmp/scratch.txt', 'w').write('x')
+done = []
+for copy in (
+    lambda: shutil.copy('table.csv', 'copy.csv'),  # copyfile, then copymode: a chmod
+    lambda: shutil.copy2('table.csv', 'copy2.csv'),  # copystat: utime and chmod
+    lambda: shutil.copytree('runs', 'runs-saved'),  # copy2 for every file, copystat for every folder
+    lambda: shutil.move('/tmp/scratch.txt', 'scratch.txt'),  # another file system: copy2
+    lambda: shelve.open('cache').close(),  # dbm.dumb (no dbm.gnu here) chmods the files it makes
+    lambda: Path('stamp').touch(),  # utimensat without times: runs, and ENOENT makes it create the file
+    lambda: Path('stamp').touch(),
+    lambda: os.chmod('copy.csv', 0o600),
+):
+    try:
+        copy()
+        done.append('ok')
+    except OSError as error:
+        done.append(str(error))
+out = repr([*done, open('copy2.csv').read(), sorted(os.listdir('runs-saved')), os.path.exists('stamp')])
+"""
+
+
+def test_honest_file_copies_work_in_a_part(warm):
+    # shutil's everyday copies (and shelve, through dbm.dumb) copy a file's mode and times:
+    # chmod, and utime given times, which succeed in a part without changing anything.
+    done, _ = run_part(warm, HONEST_COPIES)
+    assert done == repr(["ok"] * 8 + ["1,2\n", ["first"], True]), f"honest file idioms failed in a part: {done}"
+
+
+def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, int]:
+    """Run a part whose answer cell defines ``measured()``, then the judge's own
+    ``peak_memory(measured)``, with its meter made as judge_part makes it: the call's result
+    and the memory it held, as the judge reads it."""
+    from course_grader import judge
+
+    run = warm.start()
+    monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
+    stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
+    job = {"cells": [{"name": "cell", "kind": "answer", "source": source}], "cell_timeout": 10}
+    job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
+    stand_ins.CHANNEL.send({**job, "answers": ["measured"], "classes": [], "debug": False})
+    try:
+        while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
+            pass
+        return judge.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
+    finally:
+        run.finish()
+
+
+POSE_AS_BWRAP = """
+import ctypes, os, time, numpy
+if os.fork() == 0:  # younger than the runner, and holding next to nothing
+    while True:
+        time.sleep(1)
+fields = open('/proc/self/stat').read().rpartition(')')[2].split()
+start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: where /proc/<pid>/cmdline is read
+ctypes.memset(start, 0, end - start)
+ctypes.memmove(start, b'/usr/bin/bwrap', 14)  # the runner's command line now ends with "bwrap"
+def measured():
+    return float(numpy.ones(25_000_000).sum())  # 200 MB in the runner
+"""
+
+
+def test_the_meter_measures_the_runner_that_poses_as_bubblewrap(warm_without_groups, monkeypatch):
+    # Without control groups the meter reads the runner's VmHWM. It once took for the runner
+    # "the oldest process of the sandbox that is not bubblewrap's", told by /proc/<pid>/cmdline,
+    # which is the process's own memory to rewrite: a runner posing as bwrap had the meter read
+    # an idle child. The judge now gives the meter the runner's pid, found when it was forked.
+    result, peak = measured_peak(warm_without_groups, POSE_AS_BWRAP, monkeypatch)
+    assert result == 25e6
+    assert peak >= 190e6, f"the meter read {peak / 1e6:.1f} MB for a call that held 200 MB"
+
+
+DEFAULT_ACL = """
+acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, 0, 0xFFFFFFFF) for tag in (1, 4, 0x20))
+out = repr([setxattr(f.encode(), b'system.posix_acl_default', acl) for f in ('/tmp', '.')])  # files made: mode 0
+"""
+HONEST_SAVE_AND_LOAD = """
+import numpy
+numpy.save('/tmp/weights.npy', numpy.arange(3.0))
+numpy.save('weights.npy', numpy.arange(3.0))
+out = float(numpy.load('/tmp/weights.npy').sum() + numpy.load('weights.npy').sum())
+"""
+
+
+def test_no_default_acl_an_earlier_part_set_breaks_a_later_parts_files(warm):
+    # A default ACL (io_uring's SETXATTR, which the filter misses) on /tmp and the home gives
+    # every file made there afterwards the ACL's permissions; restore() puts back the folders'
+    # modes, not their ACLs. An honest later part that saves and loads an array fails.
+    done, _ = run_part(warm, IO_URING_SETXATTR + DEFAULT_ACL)
+    honest, _ = run_part(warm, HONEST_SAVE_AND_LOAD)
+    assert honest == 6.0, f"an honest later part failed after an earlier part set a default ACL ({done}): {honest!r}"
+
+
+def test_no_io_priority_an_earlier_part_set_on_the_zygote_reaches_a_later_part(warm):
+    # ioprio_set(IOPRIO_WHO_PROCESS, 1, ...) is any process of the zygote's user's to call, and
+    # a fork inherits the I/O priority: the idle class (3) set on pid 1 reaches every later
+    # part's runner (own_state() compares limits, priority, scheduler and processors only).
+    read = "import ctypes\nout = ctypes.CDLL(None).syscall(252, 1, 0)  # ioprio_get(IOPRIO_WHO_PROCESS, self)"
+    before, _ = run_part(warm, read)
+    lowered, _ = run_part(warm, "import ctypes\nout = ctypes.CDLL(None).syscall(251, 1, 1, 3 << 13)")
+    after, _ = run_part(warm, read)
+    assert after == before, f"a later part inherited the I/O priority an earlier part set on the zygote: {after}"
+
+
+MARK_THE_SHARED_DESCRIPTIONS = """
+import fcntl, os
+fcntl.fcntl(0, fcntl.F_SETFL, os.O_NONBLOCK | os.O_APPEND)  # the zygote's own /dev/null, shared by every fork
+fcntl.fcntl(0, 10, 42)  # F_SETSIG: any signal number, kept in the open file description
+out = 'marked'
+"""
+READ_THE_SHARED_DESCRIPTIONS = """
+import fcntl
+out = repr([fcntl.fcntl(0, fcntl.F_GETFL), fcntl.fcntl(0, 11)])  # 11: F_GETSIG
+"""
+
+
+def test_no_file_status_an_earlier_part_set_reaches_a_later_part(warm):
+    # The zygote's standard input and output (the judge's /dev/null) are one open file
+    # description that every forked runner shares: its status flags and its F_SETSIG number
+    # are the description's, not the process's, so one part sets them and the next reads them.
+    before, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
+    marked, _ = run_part(warm, MARK_THE_SHARED_DESCRIPTIONS)
+    assert marked == "marked", marked
+    after, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
+    assert after == before, f"a later part read the file status an earlier part set: {after} (was {before})"
+
+
+def test_a_part_sets_no_write_hint_on_a_device_node_of_the_host(warm):
+    # F_SET_RW_HINT (fcntl) writes a number into the inode, for its owner only: the sandbox's
+    # user owns the host's /dev/null (as root), so a part sets it on the host's inode, where any
+    # process of the machine, and another hand-in's part, reads it (F_GET_RW_HINT).
+    import fcntl
+    import struct
+
+    hint = struct.pack("Q", 0)
+    device = os.open("/dev/null", os.O_RDONLY)
+    host = fcntl.fcntl(device, 1035, hint)  # F_GET_RW_HINT
+    try:
+        source = "import fcntl, os, struct\nfcntl.fcntl(os.open('/dev/null', os.O_RDONLY), 1036, struct.pack('Q', 5))"
+        run_part(warm, source + "\nout = 'set'")
+        after = fcntl.fcntl(device, 1035, hint)
+        assert after == host, f"a part set the write hint of the host's /dev/null: {struct.unpack('Q', after)}"
+    finally:
+        fcntl.fcntl(device, 1036, host)  # F_SET_RW_HINT: as it was
+        os.close(device)
+
+
+def test_honest_shared_memory_works_in_a_part(warm):
+    # multiprocessing.shared_memory (fork start method, as the README promises works) registers
+    # each block with multiprocessing's resource tracker, a new Python it starts with exec: the
+    # filter refuses it and SharedMemory(create=True) fails with BrokenPipeError.
+    source = """
+import time
+from multiprocessing import shared_memory
+seen = []
+for step in range(5):  # each create and unlink writes to the tracker: each races its failed start
+    block = shared_memory.SharedMemory(create=True, size=1024)
+    block.buf[0] = step
+    time.sleep(0.05)  # the work
+    seen.append(block.buf[0])
+    block.close()
+    block.unlink()
+out = repr(seen)
+"""
+    done, _ = run_part(warm, source)
+    assert done == "[0, 1, 2, 3, 4]", f"multiprocessing.shared_memory failed in a part: {done!r}"
