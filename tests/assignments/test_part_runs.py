@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,10 +25,13 @@ from course_grader.stand_ins import JudgeCodec, serve
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
 
-def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> tuple[object, PartRun]:
+def run_part(
+    warm: WarmSandbox, source: str, peaks: list[int] | None = None, during: Callable[[], None] | None = None
+) -> tuple[object, PartRun]:
     """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
     ended the channel) and the finished run. With ``peaks``, the judge's meter of the runner,
-    reset before the job is sent: the most memory the cell held goes into the list."""
+    reset before the job is sent: the most memory the cell held goes into the list. With
+    ``during``, called on the host once the cell has run, while the part's runner still lives."""
     run = warm.start()
     if peaks is not None:
         meter = MemoryMeter(run.pid, run.groups)
@@ -52,9 +56,12 @@ def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> 
         out = stand_ins.CHANNEL.codec.decode(event["names"].get("out"))
         if peaks is not None:
             peaks.append(meter.peak() - baseline)
+        if during is not None:
+            during()
     except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
         out = error
-    run.finish()
+    finally:
+        run.finish()
     return out, run
 
 
@@ -733,3 +740,36 @@ out = repr(seen)
 """
     done, _ = run_part(warm, source)
     assert done == "[0, 1, 2, 3, 4]", f"multiprocessing.shared_memory failed in a part: {done!r}"
+
+
+HOLD_EVERY_INOTIFY_INSTANCE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+HELD = []  # kept open while the part's runner lives
+while len(HELD) < 4096:
+    descriptor = libc.inotify_init()
+    if descriptor < 0:
+        break
+    HELD.append(descriptor)
+out = repr((len(HELD), os.strerror(ctypes.get_errno())))
+"""
+
+
+def test_a_part_leaves_the_host_its_inotify_instances(warm):
+    # The kernel counts inotify instances per user (fs.inotify.max_user_instances, 128) up the
+    # chain of user namespaces: the sandbox's are charged to its owner, the host's root where
+    # the grader runs as root, with every root process of the host. A part that opens them all
+    # leaves none to the judge, systemd, or another hand-in's part, for as long as it runs.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    host: list[str] = []
+
+    def open_one_on_the_host() -> None:
+        descriptor = libc.inotify_init()
+        host.append("opened" if descriptor >= 0 else os.strerror(ctypes.get_errno()))
+        if descriptor >= 0:
+            os.close(descriptor)
+
+    held, _ = run_part(warm, HOLD_EVERY_INOTIFY_INSTANCE, during=open_one_on_the_host)
+    assert host == ["opened"], f"a part ({held}) left the host's root no inotify instance: {host}"
