@@ -773,3 +773,57 @@ def test_a_part_leaves_the_host_its_inotify_instances(warm):
 
     held, _ = run_part(warm, HOLD_EVERY_INOTIFY_INSTANCE, during=open_one_on_the_host)
     assert host == ["opened"], f"a part ({held}) left the host's root no inotify instance: {host}"
+
+
+HOLD_EVERY_TIME_NAMESPACE = """
+import ctypes, os, resource, time
+libc = ctypes.CDLL(None, use_errno=True)
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+made, why = [], []
+if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER: every capability, in a namespace of its own
+    why.append(os.strerror(ctypes.get_errno()))
+for _ in range(8 if not why else 0):  # each child holds one time namespace per descriptor
+    read, write = os.pipe()
+    if os.fork() == 0:
+        count, error = 0, ''
+        while True:
+            if libc.unshare(0x80) != 0:  # CLONE_NEWTIME
+                error = os.strerror(ctypes.get_errno())
+                break
+            try:
+                os.open('/proc/self/ns/time_for_children', os.O_RDONLY)
+            except OSError as failed:
+                error = failed.strerror
+                break
+            count += 1
+        os.write(write, f'{count} {error}'.encode())
+        while True:
+            time.sleep(1)
+    os.close(write)
+    count, _, error = os.read(read, 100).decode().partition(' ')
+    made.append(int(count))
+    why.append(error)
+    if error != 'Too many open files':
+        break
+out = repr((sum(made), why[-1]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's user is the host's root only where the grader is")
+def test_a_part_leaves_the_host_its_namespaces(warm):
+    # A part may make user namespaces, and in one of its own every other kind. The kernel
+    # counts namespaces of each kind per user (user.max_*_namespaces) up the chain: as root,
+    # the sandbox's are charged to the host's root, with the namespaces bubblewrap makes for
+    # every other hand-in's sandbox. Held by descriptors, a part's time namespaces (here: no
+    # other process of this machine needs one) fill the host root's count; user, mount, PID,
+    # network, IPC, UTS and cgroup namespaces fill theirs the same way, and no sandbox starts.
+    import subprocess
+
+    host: list[str] = []
+
+    def make_one_on_the_host() -> None:
+        made = subprocess.run(["unshare", "--time", "true"], capture_output=True, text=True)
+        host.append(made.stderr.strip() or "made")
+
+    held, _ = run_part(warm, HOLD_EVERY_TIME_NAMESPACE, during=make_one_on_the_host)
+    assert host == ["made"], f"a part ({held}) left the host's root no time namespace: {host}"
