@@ -853,3 +853,25 @@ def test_the_meter_sees_memory_held_in_a_packet_ring(warm, monkeypatch):
     assert result in (26214400.0, -1.0), result  # -1: no namespace of its own, no ring
     held = f"the meter read {peak / 1e6:.1f} MB for a call that held 210 MB in a packet ring"
     assert result == -1.0 or peak >= 190e6, held
+
+
+def test_honest_process_pool_of_a_cells_function_works_in_a_part(warm):
+    # The README promises multiprocessing with the fork start method. Pool and
+    # ProcessPoolExecutor pickle a function by reference, __main__.<name>: in Jupyter a cell's
+    # function lives in __main__, in a part's runner the cells run in a namespace of their own
+    # and sys.modules['__main__'] is the runner's module, so mapping any cell's function fails.
+    source = """
+import concurrent.futures, multiprocessing
+def square(x):
+    return x * x
+try:
+    with multiprocessing.Pool(2) as pool:
+        mapped = pool.map(square, range(4))
+    with concurrent.futures.ProcessPoolExecutor(2) as executor:
+        mapped += list(executor.map(square, range(4)))
+    out = repr(mapped)
+except Exception as error:
+    out = repr(error)
+"""
+    done, _ = run_part(warm, source)
+    assert done == repr([0, 1, 4, 9] * 2), f"a process pool of a cell's function failed in a part: {done!r}"
