@@ -55,6 +55,7 @@ class Machine(NamedTuple):
     owner_calls: tuple[int, ...]
     utimensat: int
     fcntl: int
+    socket: int
     # x86_64 kernels also take x32 system calls: the same audit architecture, numbers with bit
     # 30 set (x32's execve is another number), so the filter refuses every one of those.
     x32: bool = False
@@ -68,8 +69,10 @@ class Machine(NamedTuple):
 # ACLs too) with none of those calls. Nor may a part lower the warm runner's I/O priority
 # (ioprio_set), which later parts would inherit, or set a write hint on a file (fcntl's
 # F_SET_RW_HINT, F_SET_FILE_RW_HINT), a number kept on the inode: the host's /dev/null's, for
-# any process to read. No honest answer needs them; multiprocessing's locks are files in
-# /dev/shm, which are put back.
+# any process to read. Nor may it open netlink or packet sockets, whose buffers hold memory that
+# no control group counts, or inotify instances, counted against the grader's user on the host
+# (128 of them and the grader's own inotify_init fails). No honest answer needs any of them;
+# multiprocessing's locks are files in /dev/shm, which are put back.
 # In a part's runner, changing a file's mode or setting its times (chmod, fchmod, fchmodat,
 # fchmodat2: 452 everywhere; utime, utimes, futimesat, and utimensat given times) succeeds and
 # does nothing: only a file's owner may, and where the grader runs as root the sandbox's user is
@@ -80,25 +83,28 @@ class Machine(NamedTuple):
 # of the caller's choosing. The warm runner keeps all of them, to put its own folders back.
 SETXATTRAT, FCHMODAT2, IO_URING = 463, 452, (425, 426, 427)
 WRITE_HINTS = (1024 + 12, 1024 + 14)  # F_SET_RW_HINT, F_SET_FILE_RW_HINT (F_LINUX_SPECIFIC_BASE + n)
+KERNEL_SOCKETS = (16, 17)  # AF_NETLINK, AF_PACKET: their buffers' memory no control group counts
 MACHINES = {
     "x86_64": Machine(
         audit_arch=0xC000003E,
         seccomp=317,
         execs=(59, 322),
-        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT, *IO_URING, 251),
+        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT, *IO_URING, 251, 253, 294),
         owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261),
         utimensat=280,
         fcntl=72,
+        socket=41,
         x32=True,
     ),
     "aarch64": Machine(
         audit_arch=0xC00000B7,
         seccomp=277,
         execs=(221, 281),
-        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT, *IO_URING, 30),
+        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT, *IO_URING, 30, 26),
         owner_calls=(52, 53, FCHMODAT2),
         utimensat=88,
         fcntl=25,
+        socket=198,
     ),
 }
 X32_SYSCALL_BIT = 0x40000000
@@ -111,6 +117,7 @@ RETURN = 0x06  # BPF_RET | BPF_K
 SYSCALL_NUMBER, AUDIT_ARCH = 0, 4
 TIMES_ARGUMENT = 16 + 2 * 8  # utimensat's third argument (times), low word first (little-endian)
 COMMAND_ARGUMENT = 16 + 1 * 8  # fcntl's second argument (the command)
+DOMAIN_ARGUMENT = 16  # socket's first argument (the address family)
 ALLOW = 0x7FFF0000  # SECCOMP_RET_ALLOW
 REFUSE = 0x00050000 | errno.EPERM  # SECCOMP_RET_ERRNO: the call fails with EPERM
 IGNORE = 0x00050000  # SECCOMP_RET_ERRNO with error 0: the call returns 0, having done nothing
@@ -130,14 +137,15 @@ def instruction(code: int, k: int, if_true: int = 0, if_false: int = 0) -> bytes
 
 def filter_program(machine: Machine, part: bool = True) -> bytes:
     """The filter: a system call of another architecture (an i386 ``int 0x80`` on x86_64), an
-    x32 one, ``execve``, ``execveat``, one of the machine's ``channels`` or ``fcntl`` setting a
-    write hint fails with EPERM; in a ``part``'s runner, its ``owner_calls`` and ``utimensat``
-    given times return 0 having done nothing; every other call is allowed."""
+    x32 one, ``execve``, ``execveat``, one of the machine's ``channels``, ``fcntl`` setting a
+    write hint or ``socket`` of a kernel family fails with EPERM; in a ``part``'s runner, its
+    ``owner_calls`` and ``utimensat`` given times return 0 having done nothing; every other
+    call is allowed."""
     refused = [(JUMP_IF_AT_LEAST, X32_SYSCALL_BIT)] if machine.x32 else []
     refused += [(JUMP_IF_EQUAL, number) for number in (*machine.execs, *machine.channels)]
     ignored = machine.owner_calls if part else ()
     first = 3  # after: load the architecture, check it, load the call's number
-    allow = first + len(refused) + len(ignored) + 4 + (5 if part else 0)
+    allow = first + len(refused) + len(ignored) + 4 + 4 + (5 if part else 0)
     refuse, ignore = allow + 1, allow + 2
 
     def to(target: int, at: int) -> int:  # a jump from ``at`` to ``target``: instructions skipped
@@ -157,6 +165,13 @@ def filter_program(machine: Machine, part: bool = True) -> bytes:
         instruction(LOAD_WORD, COMMAND_ARGUMENT),
         instruction(JUMP_IF_EQUAL, WRITE_HINTS[0], if_true=to(refuse, at + 2)),
         instruction(JUMP_IF_EQUAL, WRITE_HINTS[1], if_true=to(refuse, at + 3), if_false=to(allow, at + 3)),
+    ]
+    at += 4  # socket: refused for netlink and packet sockets
+    program += [
+        instruction(JUMP_IF_EQUAL, machine.socket, if_false=to(at + 4, at)),
+        instruction(LOAD_WORD, DOMAIN_ARGUMENT),
+        instruction(JUMP_IF_EQUAL, KERNEL_SOCKETS[0], if_true=to(refuse, at + 2)),
+        instruction(JUMP_IF_EQUAL, KERNEL_SOCKETS[1], if_true=to(refuse, at + 3), if_false=to(allow, at + 3)),
     ]
     if part:  # utimensat: allowed with times NULL (both words 0), ignored otherwise
         at += 4

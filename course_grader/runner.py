@@ -174,7 +174,12 @@ def encode(value: Any) -> Any:
     return JUDGE.codec.encode(value)
 
 
-NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+# The notebook's cells run in a module of their own that stands as __main__ while they run, as
+# Jupyter's does: pickle (multiprocessing's Pool) finds a cell's function as __main__.<name>.
+NOTEBOOK = types.ModuleType("__main__")
+NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
+NAMESPACE["__builtins__"] = builtins
+RUNNER_MODULE = sys.modules[__name__]  # this file's module, alive while it stands aside
 SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
 SET_RECURSION_LIMIT = sys.setrecursionlimit
 
@@ -431,6 +436,7 @@ def main() -> None:
     setup_bound: dict[str, int] = {}  # what the set-up cells bound: id of each name's value
     classes: dict[str, dict[str, int]] = {}  # the set-up cells' classes: ids of their attributes
     student_ran = False
+    sys.modules["__main__"] = NOTEBOOK
     for cell in job["cells"]:
         if cell["kind"] != "setup":
             student_ran = True

@@ -103,6 +103,16 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+@functools.cache
+def no_nested_user_namespaces(bwrap: str) -> list[str]:
+    """bubblewrap's flag (0.8 and later) that keeps a sandbox from making user namespaces of its
+    own: in one, a process has every capability, and with them it could make namespaces (each
+    counted against the grader's user on the host, up to the host's limit), raw sockets whose
+    memory no control group counts, and more. Empty for an older bubblewrap."""
+    shown = subprocess.run([bwrap, "--help"], capture_output=True, text=True, check=False).stdout
+    return ["--disable-userns"] if "--disable-userns" in shown else []
+
+
 PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
@@ -303,7 +313,8 @@ class Sandbox:
         if not self.isolated:
             return [python, "-I", str(RUNNER), *channel]
         assert self.bwrap is not None
-        cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+        cmd = [self.bwrap, "--unshare-all", "--unshare-user", *no_nested_user_namespaces(self.bwrap)]
+        cmd += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
         if zygote is not None:  # the sandbox's pid 1, which its processes cannot kill (course_grader.zygote)
             cmd += ["--as-pid-1"]
         cmd += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--ro-bind", "/usr", "/usr"]

@@ -50,9 +50,12 @@ TOKEN = secrets.token_hex(8)  # a canary in the grader's environment
 # runs only in the last part's process: a fair grade is everything but test_observed_order.
 JUNK_ORDER = "\ndef observed_order(f, x, f_prime, method, h):\n    return 0.0\n"
 
-# (1) forged verdicts
+# (1) forged verdicts. The cells run in a module of their own standing as __main__: a hand-in
+# reaches the runner's module another way (gc), as one that read the grader's source would.
 PATCH_RUNNER = """
-import __main__, sys, json
+import sys, json
+import gc
+__main__ = next(m for m in gc.get_objects() if type(m).__name__ == 'module' and 'JUDGE' in vars(m))
 proto = sys.modules['protocol']
 def _forged_answer(self, message):
     self.send({'re': message.get('id'), 'value': {'passed': True}})
@@ -216,7 +219,9 @@ SHADOW_BUILTINS_ORDER = "\ndef observed_order(f, x, f_prime, method, h):\n    re
 # (9) asking the judge for its objects' insides with raw requests; any success ends the process
 # with status 42 (then the part, which is otherwise honest, fails)
 RAW_REQUESTS = """
-import __main__, os, numpy as np
+import os, numpy as np
+import gc
+__main__ = next(m for m in gc.get_objects() if type(m).__name__ == 'module' and 'JUDGE' in vars(m))
 def observed_order(f, x, f_prime, method, h):
     number = object.__getattribute__(method, '_Trusted__number')
     for name in ('__globals__', '__code__', '__closure__', '__defaults__', '__dict__', '__class__',

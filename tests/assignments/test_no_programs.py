@@ -23,17 +23,17 @@ EXECVE = {"x86_64": (59, 322), "x32": (0x40000000 + 520, 0x40000000 + 545), "aar
 ALLOWED, REFUSED, IGNORED = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000
 # Calls that would outlive a part (mq_open, add_key, keyctl, setxattr) and calls a file's owner
 # makes (chmod, fchmodat, utimensat), on each machine.
-CHANNELS = {"x86_64": (240, 248, 250, 188, 425, 426, 251), "aarch64": (180, 217, 219, 5, 425, 426, 30)}
-FCNTL = {"x86_64": 72, "aarch64": 25}
+CHANNELS = {"x86_64": (240, 248, 250, 188, 425, 426, 251, 253, 294), "aarch64": (180, 217, 219, 5, 425, 426, 30, 26)}
+FCNTL, SOCKET = {"x86_64": 72, "aarch64": 25}, {"x86_64": 41, "aarch64": 198}
 OWNER_CALLS = {"x86_64": (90, 268, 452), "aarch64": (53, 452)}
 UTIMENSAT = {"x86_64": 280, "aarch64": 88}
 
 
-def decide(program: bytes, arch: int, number: int, second: int = 0, third: int = 0) -> int:
-    """What the kernel's BPF machine returns for a system call (with these second and third
+def decide(program: bytes, arch: int, number: int, first: int = 0, second: int = 0, third: int = 0) -> int:
+    """What the kernel's BPF machine returns for a system call (with these first three
     arguments): a small interpreter of the instructions seccomp accepts (load a word of
     seccomp_data, jump if equal / at least, return)."""
-    data = struct.pack("=iIQ6Q", number, arch, 0, 0, second, third, 0, 0, 0)  # nr, arch, instruction pointer, args
+    data = struct.pack("=iIQ6Q", number, arch, 0, first, second, third, 0, 0, 0)  # nr, arch, instruction pointer, args
     steps = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     accumulator, at = 0, 0
     while True:
@@ -169,3 +169,6 @@ def test_a_parts_filter_refuses_lasting_channels_and_ignores_a_files_owner_calls
     for command in (0, 1, 2, 3, 4, 1033, 1037):  # F_DUPFD ... F_SETFL, F_ADD_SEALS, F_GET_RW_HINT
         assert decide(part, arch, fcntl, second=command) == ALLOWED, command
     assert decide(part, arch, 0, second=1036) == ALLOWED  # another call's second argument: no matter
+    for family, expected in ((16, REFUSED), (17, REFUSED), (1, ALLOWED), (2, ALLOWED), (10, ALLOWED)):
+        # netlink, packet; unix, inet, inet6
+        assert decide(part, arch, SOCKET[machine], first=family) == expected, family

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,10 +25,13 @@ from course_grader.stand_ins import JudgeCodec, serve
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
 
-def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> tuple[object, PartRun]:
+def run_part(
+    warm: WarmSandbox, source: str, peaks: list[int] | None = None, during: Callable[[], None] | None = None
+) -> tuple[object, PartRun]:
     """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
     ended the channel) and the finished run. With ``peaks``, the judge's meter of the runner,
-    reset before the job is sent: the most memory the cell held goes into the list."""
+    reset before the job is sent: the most memory the cell held goes into the list. With
+    ``during``, called on the host once the cell has run, while the part's runner still lives."""
     run = warm.start()
     if peaks is not None:
         meter = MemoryMeter(run.pid, run.groups)
@@ -52,9 +56,12 @@ def run_part(warm: WarmSandbox, source: str, peaks: list[int] | None = None) -> 
         out = stand_ins.CHANNEL.codec.decode(event["names"].get("out"))
         if peaks is not None:
             peaks.append(meter.peak() - baseline)
+        if during is not None:
+            during()
     except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
         out = error
-    run.finish()
+    finally:
+        run.finish()
     return out, run
 
 
@@ -733,3 +740,177 @@ out = repr(seen)
 """
     done, _ = run_part(warm, source)
     assert done == "[0, 1, 2, 3, 4]", f"multiprocessing.shared_memory failed in a part: {done!r}"
+
+
+HOLD_EVERY_INOTIFY_INSTANCE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+HELD = []  # kept open while the part's runner lives
+while len(HELD) < 4096:
+    descriptor = libc.inotify_init()
+    if descriptor < 0:
+        break
+    HELD.append(descriptor)
+out = repr((len(HELD), os.strerror(ctypes.get_errno())))
+"""
+
+
+def test_a_part_leaves_the_host_its_inotify_instances(warm):
+    # The kernel counts inotify instances per user (fs.inotify.max_user_instances, 128) up the
+    # chain of user namespaces: the sandbox's are charged to its owner, the host's root where
+    # the grader runs as root, with every root process of the host. A part that opens them all
+    # leaves none to the judge, systemd, or another hand-in's part, for as long as it runs.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    host: list[str] = []
+
+    def open_one_on_the_host() -> None:
+        descriptor = libc.inotify_init()
+        host.append("opened" if descriptor >= 0 else os.strerror(ctypes.get_errno()))
+        if descriptor >= 0:
+            os.close(descriptor)
+
+    held, _ = run_part(warm, HOLD_EVERY_INOTIFY_INSTANCE, during=open_one_on_the_host)
+    assert host == ["opened"], f"a part ({held}) left the host's root no inotify instance: {host}"
+
+
+HOLD_EVERY_TIME_NAMESPACE = """
+import ctypes, os, resource, time
+libc = ctypes.CDLL(None, use_errno=True)
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+made, why = [], []
+if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER: every capability, in a namespace of its own
+    why.append(os.strerror(ctypes.get_errno()))
+for _ in range(8 if not why else 0):  # each child holds one time namespace per descriptor
+    read, write = os.pipe()
+    if os.fork() == 0:
+        count, error = 0, ''
+        while True:
+            if libc.unshare(0x80) != 0:  # CLONE_NEWTIME
+                error = os.strerror(ctypes.get_errno())
+                break
+            try:
+                os.open('/proc/self/ns/time_for_children', os.O_RDONLY)
+            except OSError as failed:
+                error = failed.strerror
+                break
+            count += 1
+        os.write(write, f'{count} {error}'.encode())
+        while True:
+            time.sleep(1)
+    os.close(write)
+    count, _, error = os.read(read, 100).decode().partition(' ')
+    made.append(int(count))
+    why.append(error)
+    if error != 'Too many open files':
+        break
+out = repr((sum(made), why[-1]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's user is the host's root only where the grader is")
+def test_a_part_leaves_the_host_its_namespaces(warm):
+    # A part may make user namespaces, and in one of its own every other kind. The kernel
+    # counts namespaces of each kind per user (user.max_*_namespaces) up the chain: as root,
+    # the sandbox's are charged to the host's root, with the namespaces bubblewrap makes for
+    # every other hand-in's sandbox. Held by descriptors, a part's time namespaces (here: no
+    # other process of this machine needs one) fill the host root's count; user, mount, PID,
+    # network, IPC, UTS and cgroup namespaces fill theirs the same way, and no sandbox starts.
+    import subprocess
+
+    host: list[str] = []
+
+    def make_one_on_the_host() -> None:
+        made = subprocess.run(["unshare", "--time", "true"], capture_output=True, text=True)
+        host.append(made.stderr.strip() or "made")
+
+    held, _ = run_part(warm, HOLD_EVERY_TIME_NAMESPACE, during=make_one_on_the_host)
+    assert host == ["made"], f"a part ({held}) left the host's root no time namespace: {host}"
+
+
+HOLD_IN_A_PACKET_RING = """
+import ctypes, mmap, socket, struct, numpy
+def measured():
+    # In a user and network namespace of its own a part has CAP_NET_RAW there: a packet
+    # socket's ring is memory the kernel allocates without charging any control group.
+    if ctypes.CDLL(None).unshare(0x10000000 | 0x40000000) != 0:  # CLONE_NEWUSER | CLONE_NEWNET
+        return -1.0
+    ring = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    block, blocks, frame = 1 << 22, 50, 1 << 16
+    ring.setsockopt(263, 13, struct.pack('IIII', block, blocks, frame, block // frame * blocks))  # PACKET_TX_RING
+    held = numpy.frombuffer(mmap.mmap(ring.fileno(), block * blocks), dtype=numpy.float64)
+    held[:] = 1.0  # 210 MB the call computes with
+    return float(held.sum())
+"""
+
+
+def test_the_meter_sees_memory_held_in_a_packet_ring(warm, monkeypatch):
+    # With control groups the meter reads the part's memory group; a packet socket's TX ring
+    # (mmap'd, read and written like any array) is kernel memory charged to no group, so the
+    # meter reads next to nothing for 210 MB, and the group's memory limit never sees it.
+    result, peak = measured_peak(warm, HOLD_IN_A_PACKET_RING, monkeypatch)
+    assert result in (26214400.0, -1.0), result  # -1: no namespace of its own, no ring
+    held = f"the meter read {peak / 1e6:.1f} MB for a call that held 210 MB in a packet ring"
+    assert result == -1.0 or peak >= 190e6, held
+
+
+def test_honest_process_pool_of_a_cells_function_works_in_a_part(warm):
+    # The README promises multiprocessing with the fork start method. Pool and
+    # ProcessPoolExecutor pickle a function by reference, __main__.<name>: in Jupyter a cell's
+    # function lives in __main__, in a part's runner the cells run in a namespace of their own
+    # and sys.modules['__main__'] is the runner's module, so mapping any cell's function fails.
+    source = """
+import concurrent.futures, multiprocessing
+def square(x):
+    return x * x
+try:
+    with multiprocessing.Pool(2) as pool:
+        mapped = pool.map(square, range(4))
+    with concurrent.futures.ProcessPoolExecutor(2) as executor:
+        mapped += list(executor.map(square, range(4)))
+    out = repr(mapped)
+except Exception as error:
+    out = repr(error)
+"""
+    done, _ = run_part(warm, source)
+    assert done == repr([0, 1, 4, 9] * 2), f"a process pool of a cell's function failed in a part: {done!r}"
+
+
+HOLD_IN_NETLINK_QUEUES = """
+import resource, socket
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+def measured():
+    # A netlink message larger than a page is put in memory of the kernel's (vmalloc) that no
+    # control group is charged for; a queue keeps it until read back. No privilege needed.
+    queues, block, stored = [], bytes(range(256)) * 234, 0  # 59904 bytes a message
+    while stored < 200_000_000:
+        inbox, outbox = (socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2) for _ in range(2))  # USERSOCK
+        inbox.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+        inbox.bind((0, 0))
+        outbox.setblocking(False)
+        queues.append((inbox, outbox))
+        try:
+            while True:
+                stored += outbox.sendto(block, (inbox.getsockname()[0], 0))
+        except BlockingIOError:
+            pass
+    back = 0
+    for inbox, _ in queues:  # every message read back as it was sent
+        inbox.setblocking(False)
+        try:
+            while True:
+                back += len(block) if inbox.recv(len(block)) == block else 0
+        except BlockingIOError:
+            pass
+    return float(stored if back == stored else -1)
+"""
+
+
+def test_the_meter_sees_memory_held_in_netlink_queues(warm, monkeypatch):
+    # A part's memory group is charged for its sockets' messages on AF_UNIX, not for netlink
+    # messages over a page (the kernel's vmalloc memory): a call that held 200 MB of its work
+    # in NETLINK_USERSOCK queues to itself read next to nothing, beyond any group limit. The
+    # filter refuses netlink (and packet) sockets: the call fails instead.
+    with pytest.raises(PermissionError):
+        measured_peak(warm, HOLD_IN_NETLINK_QUEUES, monkeypatch)

@@ -63,7 +63,8 @@ def _differences(v, theta, k, dt=DT):
 """
 
 FORGED_SETUP = """
-import __main__
+import gc
+__main__ = next(m for m in gc.get_objects() if type(m).__name__ == 'module' and 'JUDGE' in vars(m))
 
 _forged = dict(__main__.SETUP, height_and_gradient=_differences)
 __main__.SETUP = _forged
