@@ -71,15 +71,12 @@ def lend(reference: type, theirs: Remote) -> None:
 def _method(entry: Any) -> tuple[str, str, Any]:
     """One entry of the runner's "methods" reply: [name, kind, function]. The name crosses as its
     characters' code points: a string the student's process sent is kept out of the feedback's
-    messages (``JudgeCodec.texts``), and a test's own message may well say "sin"."""
+    messages (``JudgeCodec.texts``), and a test's own message may well say "sin". A name too long
+    to lend is read, and then not lent (:func:`lendable`): an odd name costs no other method."""
     if type(entry) is not list or len(entry) != 3:
         raise ProtocolError("a method of the student's class is not [name, kind, function]")
     codes, kind, function = entry
-    if (
-        type(codes) is not list
-        or len(codes) > MAX_NAME
-        or any(type(c) is not int or not 0 < c < 0x110000 for c in codes)
-    ):
+    if type(codes) is not list or any(type(c) is not int or not 0 < c < 0x110000 for c in codes):
         raise ProtocolError("a method's name is not a list of characters")
     if type(kind) is not int or kind not in KINDS:
         raise ProtocolError("a method's kind is not 0, 1 or 2")

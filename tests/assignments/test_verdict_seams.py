@@ -1127,6 +1127,7 @@ def test_a_reference_class_gets_only_the_students_own_methods_and_operators_it_l
         ("primal", 0, rigged),  # lent, but an instance's own primal wins
         ("forged", 0, 3.0),  # not a function of theirs: plain data
         ("judges", 0, print),  # nor one of the judge's objects
+        ("a_helper_with_a_very_long_name" * 5, 0, rigged),  # 150 characters: not lent, and costs nothing else
         *((name, 0, rigged) for name in NEVER_LENT),
     )
     channel = _Channel(listed)
