@@ -65,6 +65,12 @@ def run_part(
     return out, run
 
 
+def read_change_read(warm: WarmSandbox, read: str, change: str) -> tuple[object, object, object]:
+    """What a part's ``read`` cell finds, what a later part's ``change`` cell answers, and what
+    ``read`` finds in the part after that."""
+    return run_part(warm, read)[0], run_part(warm, change)[0], run_part(warm, read)[0]
+
+
 @pytest.fixture
 def warm(tmp_path):
     files = tmp_path / "files"
@@ -176,13 +182,34 @@ out = repr(text.raw[:length] if length >= 0 else None)
 """
 
 
-def test_no_posix_message_queue_outlives_its_part(warm):
-    # POSIX message queues live in the IPC namespace all of a hand-in's parts share, and no
-    # /dev/mqueue lists them for restore(): the runner's filter refuses to make one.
-    made, _ = run_part(warm, LEAVE_A_MESSAGE_QUEUE)
+ADD_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)  # add_key(type, description, payload, length, KEY_SPEC_USER_KEYRING)
+out = repr(libc.syscall(248, b'user', b'left', b'from an earlier part', 20, -4) >= 0)
+"""
+READ_A_KEY = """
+import ctypes
+libc = ctypes.CDLL(None)
+key = libc.syscall(249, b'user', b'left', None, 0)  # request_key: searches the user keyring
+text = ctypes.create_string_buffer(64)
+length = libc.syscall(250, 11, key, text, 64) if key >= 0 else -1  # KEYCTL_READ
+out = repr(text.raw[:length] if length >= 0 else None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("leave", "read"),
+    [(LEAVE_A_MESSAGE_QUEUE, READ_A_MESSAGE_QUEUE), (ADD_A_KEY, READ_A_KEY)],
+    ids=["posix-message-queue", "user-keyring-key"],
+)
+def test_no_ipc_object_outlives_its_part(warm, leave, read):
+    # POSIX message queues live in the IPC namespace all of a hand-in's parts share (no
+    # /dev/mqueue lists them for restore()), and a key in the user keyring in its user
+    # namespace, outliving the process that added it: the runner's filter refuses to make either.
+    made, _ = run_part(warm, leave)
     assert made == "False", made
-    read, _ = run_part(warm, READ_A_MESSAGE_QUEUE)
-    assert read == "None", f"a later part read an earlier part's message queue: {read}"
+    found, _ = run_part(warm, read)
+    assert found == "None", f"a later part read what an earlier part left: {found}"
 
 
 @pytest.fixture
@@ -262,31 +289,6 @@ def test_restore_puts_back_what_a_part_removed_or_retargeted(warm):
     assert done == repr(["EROFS"] * 6), done
     seen, _ = run_part(warm, USE_WHAT_WAS_THERE)
     assert seen == "['lock', 'usr/bin']", f"a part broke what a later part uses: {seen}"
-
-
-ADD_A_KEY = """
-import ctypes
-libc = ctypes.CDLL(None)  # add_key(type, description, payload, length, KEY_SPEC_USER_KEYRING)
-out = repr(libc.syscall(248, b'user', b'left', b'from an earlier part', 20, -4) >= 0)
-"""
-READ_A_KEY = """
-import ctypes
-libc = ctypes.CDLL(None)
-key = libc.syscall(249, b'user', b'left', None, 0)  # request_key: searches the user keyring
-text = ctypes.create_string_buffer(64)
-length = libc.syscall(250, 11, key, text, 64) if key >= 0 else -1  # KEYCTL_READ
-out = repr(text.raw[:length] if length >= 0 else None)
-"""
-
-
-def test_no_key_in_the_user_keyring_outlives_its_part(warm):
-    # The user (and user-session) keyring belongs to the sandbox's user namespace, which all
-    # of a hand-in's parts share, and a key outlives the process that added it: the runner's
-    # filter refuses to add one.
-    added, _ = run_part(warm, ADD_A_KEY)
-    assert added == "False", added
-    read, _ = run_part(warm, READ_A_KEY)
-    assert read == "None", f"a later part read an earlier part's key: {read}"
 
 
 PLANT_A_LINK = """
@@ -379,10 +381,8 @@ def test_no_folder_time_or_flag_an_earlier_part_set_reaches_a_later_part(warm):
     # utime() would write two 64-bit numbers on each folder (in a part it does nothing); a
     # folder's times change with what it holds, and its inode flags (FS_IOC_SETFLAGS) are the
     # user's to set: restore() puts them back on /tmp, /dev/shm and the home.
-    before, _ = run_part(warm, READ_THE_TIMES)
-    done, _ = run_part(warm, SET_THE_TIMES)
+    before, done, seen = read_change_read(warm, READ_THE_TIMES, SET_THE_TIMES)
     assert done == "[]", done
-    seen, _ = run_part(warm, READ_THE_TIMES)
     assert seen == before, f"a later part read the times an earlier part set: {seen} (were {before})"
     flags = [eval(text)[k][2] for text in (before, seen) for k in range(3)]  # noqa: S307 - the runner's repr
     assert flags[:3] == flags[3:], f"a later part read the inode flags an earlier part set: {flags[3:]}"
@@ -420,10 +420,8 @@ HONEST_ALLOCATION = "import numpy\nout = float(numpy.ones(50_000_000).sum())"  #
 
 
 def test_no_limit_an_earlier_part_set_on_the_zygote_reaches_a_later_part(warm):
-    before, _ = run_part(warm, READ_WHAT_IT_INHERITED)
-    changed, _ = run_part(warm, CHANGE_THE_ZYGOTE)
+    before, changed, after = read_change_read(warm, READ_WHAT_IT_INHERITED, CHANGE_THE_ZYGOTE)
     assert changed == repr(["changed"] * 6 + ["Read-only file system"]), changed
-    after, _ = run_part(warm, READ_WHAT_IT_INHERITED)
     assert after == before, f"a later part inherited what an earlier part set on the zygote: {after} (was {before})"
     honest, _ = run_part(warm, HONEST_ALLOCATION)
     assert honest == 5e7, f"an honest later part failed: {honest}"
@@ -672,9 +670,8 @@ def test_no_io_priority_an_earlier_part_set_on_the_zygote_reaches_a_later_part(w
     # a fork inherits the I/O priority: the idle class (3) set on pid 1 reaches every later
     # part's runner (own_state() compares limits, priority, scheduler and processors only).
     read = "import ctypes\nout = ctypes.CDLL(None).syscall(252, 1, 0)  # ioprio_get(IOPRIO_WHO_PROCESS, self)"
-    before, _ = run_part(warm, read)
-    lowered, _ = run_part(warm, "import ctypes\nout = ctypes.CDLL(None).syscall(251, 1, 1, 3 << 13)")
-    after, _ = run_part(warm, read)
+    lower = "import ctypes\nout = ctypes.CDLL(None).syscall(251, 1, 1, 3 << 13)"
+    before, _, after = read_change_read(warm, read, lower)
     assert after == before, f"a later part inherited the I/O priority an earlier part set on the zygote: {after}"
 
 
@@ -694,10 +691,8 @@ def test_no_file_status_an_earlier_part_set_reaches_a_later_part(warm):
     # The zygote's standard input and output (the judge's /dev/null) are one open file
     # description that every forked runner shares: its status flags and its F_SETSIG number
     # are the description's, not the process's, so one part sets them and the next reads them.
-    before, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
-    marked, _ = run_part(warm, MARK_THE_SHARED_DESCRIPTIONS)
+    before, marked, after = read_change_read(warm, READ_THE_SHARED_DESCRIPTIONS, MARK_THE_SHARED_DESCRIPTIONS)
     assert marked == "marked", marked
-    after, _ = run_part(warm, READ_THE_SHARED_DESCRIPTIONS)
     assert after == before, f"a later part read the file status an earlier part set: {after} (was {before})"
 
 
