@@ -21,13 +21,25 @@ The kernel counts pages, not objects: memory the process freed earlier but kept 
 allocator keeps partly used arenas) is used again without raising the mark, so a call
 measured after a larger one may read lower than it needs; it never reads higher than the
 memory it made the process hold, give or take a few pages of the grader's own messages.
+
+With control groups the judge measures a call :meth:`MemoryMeter.apart` instead: the runner
+forks a copy of itself that makes the call, answers and ends, born in fresh groups of its own,
+once every other process of the part has been ended. Nothing held before the call is charged to
+those groups, so their peak counts every page the call makes or writes to (the copy copies
+it), and no memory set aside before the call, or given back as it starts, lends it anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
+
+from course_grader.control_groups import ControlGroups
 
 V1_PEAK, V2_PEAK = "memory.max_usage_in_bytes", "memory.peak"
 
@@ -41,11 +53,40 @@ class MemoryMeter:
     started, never by anything the process says of itself), or of everything in the part's
     control ``groups`` (the one that has a memory controller)."""
 
-    def __init__(self, pid: int, groups: list[Path] = []):  # noqa: B006 - never changed
+    def __init__(
+        self,
+        pid: int,
+        groups: list[Path] = [],  # noqa: B006 - never changed
+        make: Callable[[], list[Path]] | None = None,
+    ):
         self.pid = pid
         self.started = start_time(pid)  # the runner's start time: a later process never matches
-        self.group = next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
+        self.groups = groups
+        self.group = memory_group(groups)
+        self.make = make  # fresh groups like the part's, for a measured copy (:meth:`apart`)
         self.marks: IO[str] | None = None  # v2: the open memory.peak that was reset
+
+    @contextlib.contextmanager
+    def apart(self) -> Iterator[Callable[[], int]]:
+        """While it lasts, the runner is in fresh control groups (a copy it forks is born
+        there, and nothing it held before is charged to them) and every other process of the
+        part has been ended (none can work for the copy). Gives a reading of the fresh memory
+        group's peak in bytes: all the copy made or copied, and what the runner's own threads did."""
+        pid = self._runner()
+        if self.make is None or self.group is None:
+            raise MeterError("this grader has no control groups to measure a forked copy in")
+        fresh = self.make()
+        try:
+            _end_all_but(pid, self.group)
+            for group in fresh:
+                (group / "cgroup.procs").write_text(str(pid))
+            yield lambda: _peak(memory_group(fresh))
+        finally:
+            with contextlib.suppress(OSError):
+                for group in self.groups:
+                    (group / "cgroup.procs").write_text(str(pid))
+            _wait_empty(fresh, 2.0)  # the copy ends as soon as it has answered
+            ControlGroups.remove(fresh)
 
     def reset(self) -> int:
         """Reset the high-water mark; the bytes held now."""
@@ -101,6 +142,46 @@ class MemoryMeter:
         raise MeterError(f"cannot read {field} of the student's process")
 
 
+def memory_group(groups: list[Path]) -> Path | None:
+    """The group among ``groups`` that has a memory controller."""
+    return next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
+
+
+def _peak(group: Path | None) -> int:
+    """The most bytes ``group`` held since it was made."""
+    for name in (V1_PEAK, V2_PEAK):
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            return int((group / name).read_text())  # type: ignore[operator]
+    raise MeterError("cannot read the memory of the measured copy")
+
+
+def _end_all_but(pid: int, group: Path) -> None:
+    """Kill every process in ``group`` but ``pid`` (none can work for the measured copy, or
+    wake another that would), until none is left: one may fork while the others die."""
+    for _ in range(100):
+        others = {p for p in _procs(group) if p != pid and _state(p) not in ("Z", "X", "")}
+        if not others:
+            return
+        for other in others:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(other, signal.SIGKILL)
+        time.sleep(0.002)
+    raise MeterError("the part's processes keep multiplying: the memory cannot be measured")
+
+
+def _wait_empty(groups: list[Path], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_procs(g) for g in groups):
+        time.sleep(0.005)
+
+
+def _procs(group: Path) -> list[int]:
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def descendants(root: int) -> list[int]:
     """``root`` and its descendants (from the kernel's lists of each thread's children)."""
     found, k = [root], 0
@@ -112,6 +193,14 @@ def descendants(root: int) -> list[int]:
             pass
         k += 1
     return found
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (Z: a zombie, gone but not yet reaped; "": no such process)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def start_time(pid: int) -> int:

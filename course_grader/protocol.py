@@ -39,7 +39,8 @@ import numpy as np
 # judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
 # judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
 # getitem, setitem, len, iter, contains, binop, unary, convert, isinstance, methods (a class's
-# functions); settle (free the garbage and the allocator's memory before a measured call).
+# functions); settle (free the garbage and the allocator's memory before a measured call);
+# apart (a call in a forked copy of the student's process, which answers it and ends).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
@@ -450,6 +451,8 @@ class Endpoint:
             self.codec.forget(message["free"])
         try:
             result = self.serve(message)
+            if result is ANSWERED:
+                return
             changed = []
             if isinstance(result, InPlace):
                 result, changed = result.value, result.changed
@@ -479,6 +482,9 @@ class Endpoint:
                 raise
             return
         self.write(data)
+
+
+ANSWERED = object()  # a request answered by another process (a forked copy): no reply from here
 
 
 class InPlace:

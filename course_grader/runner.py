@@ -43,6 +43,7 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     CellOutcome,
     Codec,
     Endpoint,
+    ANSWERED,
     InPlace,
     clip,
     convert,
@@ -248,6 +249,8 @@ def serve(message: dict) -> Any:
         gc.collect()
         _release_free_memory()
         return None
+    if op == "apart":
+        return call_apart(message)
     target = decode(message.get("target"))
     if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
         value = getattr(target, str(message.get("name")))
@@ -295,6 +298,30 @@ def serve(message: dict) -> Any:
     if op == "methods":
         return class_methods(target)
     raise ValueError(f"unknown request {op!r}")
+
+
+COPY_HANDLES = 1 << 40
+
+
+def call_apart(message: dict) -> Any:
+    """Serve a call in a forked copy of this process, which answers it and ends (ps13's memory).
+
+    The judge measures the copy in control groups of its own: every page the call makes, and
+    every page of this process it writes to (copied for it), counts; memory this process held
+    before counts for nothing, so a reserve set aside in advance, or given back as the call
+    starts and taken again before it ends, lends the call none. This process waits, and
+    answers only for a copy that ended without answering."""
+    child = os.fork()
+    if child == 0:
+        gc.freeze()  # the collector leaves the objects of before alone: no page copied for it
+        JUDGE.codec.counter += COPY_HANDLES  # handles the judge may see of the copy's objects: never reused here
+        JUDGE.answer({**message, "op": "call"})
+        os._exit(0)
+    status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    if status == 0:
+        return ANSWERED
+    how = f"killed by signal {-status}" if status < 0 else f"exit code {status}"
+    raise RuntimeError(f"the measured call ended without an answer ({how}: over the memory limit, or it ended itself)")
 
 
 METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them
