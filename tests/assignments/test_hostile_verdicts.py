@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, nbgrader
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_honest, nbgrader
 
 from course_grader.grading import ClassGrader
 from course_grader.handin import grade_hand_in
@@ -690,8 +690,8 @@ def test_shadowed_test_helpers_gain_nothing(verdicts, student):
 # ps13 (4): checkpointing (part 3) measured memory with Value.peak, a class attribute of the student's own: a
 # hand-in that records the whole flight and then sets Value.peak = Value.alive scored 3/3. The
 # judge measures the memory of the student's process from outside; part 14 is graded alone.
-PS13_FORGED_PEAK = """
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+PS13_WHOLE_FLIGHT = """
+def _whole_flight(v, theta, k, dt, every):
     V, T, K = Value(v), Value(theta), Value(k)
     h = hoop_height(V, T, K, dt)
     h.backward()
@@ -703,23 +703,138 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
             checkpoints.append(tuple(float(s) for s in state))
         state = heun_step(state, k, dt)
         n += 1
-    gc.collect()
-    Value.peak = Value.alive
     return height, gradient, checkpoints
 """
+PS13_MEMORY_ATTACKS = {
+    "forged_peak": PS13_WHOLE_FLIGHT
+    + """
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    result = _whole_flight(v, theta, k, dt, every)
+    gc.collect()
+    Value.peak = Value.alive
+    return result
+""",
+    # (stop 33's red team, 19/19 where 13/19 is fair) a reserve held at cell time, given back to the
+    # system as the call starts and taken again before it returns: the mark, reset at the call's
+    # start, never passed what was held then
+    "ballast": PS13_WHOLE_FLIGHT
+    + """
+_RESERVE = [b"x" * (80 * 1024**2)]
 
 
-def test_ps13_memory_is_measured_outside_the_students_process():
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    _RESERVE.clear()
+    try:
+        return _whole_flight(v, theta, k, dt, every)
+    finally:
+        _RESERVE.append(b"x" * (80 * 1024**2))
+""",
+    # a pool: Values made at cell time and dropped but for a few, so that Python's allocator keeps
+    # their pages (still counted as the process's) for the flight's Values
+    "pool": PS13_WHOLE_FLIGHT
+    + """
+_pool = [Value(0.0) for _ in range(400_000)]
+_kept = _pool[::50]
+del _pool
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # a helper process, forked at cell time with a pool of its own, records the flight for the call
+    "helper_process": PS13_WHOLE_FLIGHT
+    + """
+import os, pickle
+_ask, _asked = os.pipe()
+_told, _tell = os.pipe()
+if os.fork() == 0:
+    _pool = [Value(0.0) for _ in range(300_000)]
+    del _pool
+    while True:
+        job = pickle.loads(os.read(_ask, 4096))
+        answer = pickle.dumps(_whole_flight(*job))
+        os.write(_tell, len(answer).to_bytes(8, "little") + answer)
+os.close(_ask)
+os.close(_tell)
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
+    size = int.from_bytes(os.read(_told, 8), "little")
+    data = b""
+    while len(data) < size:
+        data += os.read(_told, size - len(data))
+    return pickle.loads(data)
+""",
+}
+# (red team of stop 33, "also in Jupyter") a final_step that allocates whenever checkpointed_gradient is
+# not running: the flight compared with, flown by hoop_height, needed 50 MB more, and any
+# gradient passed. The flight compared with is now recorded without final_step.
+PS13_INFLATED_FLIGHT = {
+    "checkpointed_gradient": PS13_WHOLE_FLIGHT
+    + """
+_LEAN = [False]
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    _LEAN[0] = True
+    try:
+        return _whole_flight(v, theta, k, dt, every)
+    finally:
+        _LEAN[0] = False
+""",
+    "final_step": """
+_WASTE = []
+
+
+def final_step(state, k):
+    if not _LEAN[0]:
+        _WASTE.append(b"x" * (50 * 1024**2))
+    x, y, vx, vy = state
+    ax, ay = acceleration(vx, vy, k)
+    d = HOOP[0] - x
+    tau = 2 * d / (vx + (vx * vx + 2 * ax * d) ** 0.5)
+    return y + tau * vy + 0.5 * tau * tau * ay
+""",
+}
+# Honest: processes a cell left (a pool of workers, a child never waited for) are ended before
+# the measured call, which still passes; a result of NumPy floats is plain data.
+PS13_MEMORY_HONEST = {
+    "pool_of_workers": "import multiprocessing\n_workers = multiprocessing.Pool(2)\n",
+    "unwaited_child": "import os\nif os.fork() == 0:\n    os._exit(0)\n",
+    "numpy_floats": "_theirs = checkpointed_gradient\n"
+    "checkpointed_gradient = lambda *a: tuple(np.float64(x) if isinstance(x, float) else x for x in _theirs(*a))\n",
+}
+
+
+def grade_ps13_part(answers: dict[str, str], only: str) -> tuple[float, str]:
+    """Points and message of one part of ps13, the solution's answers but ``answers``."""
     name = f"{PS13}.ipynb"
     source = nbformat.read(ROOT / "solutions" / PS13 / name, as_version=4)
     release = nbformat.read(ROOT / "exercises" / PS13 / name, as_version=4)
     sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS13))
-    hand_in = fill_in(release, source, {"checkpointed_gradient": PS13_FORGED_PEAK})
-    (result,) = grade_hand_in(
-        source, hand_in, ROOT / "exercises" / PS13, sandbox, 30, name, {"test_checkpointed_gradient"}
-    )
-    assert result.points == 0, "a forged Value.peak must not pass the checkpointing test"
-    assert "MB at once" in result.message, result.message
+    hand_in = fill_in(release, source, answers)
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS13, sandbox, 30, name, {only})
+    return result.points, result.message
+
+
+@pytest.mark.parametrize("attack", sorted(PS13_MEMORY_ATTACKS))
+def test_ps13_memory_is_measured_outside_the_students_process(attack):
+    points, message = grade_ps13_part({"checkpointed_gradient": PS13_MEMORY_ATTACKS[attack]}, "test_checkpointed_gradient")
+    assert points == 0, f"{attack}: a whole flight recorded must not pass the checkpointing test"
+    assert "MB at once" in message or "Broken pipe" in message, message
+
+
+def test_ps13_the_flight_compared_with_is_not_the_students_final_step():
+    points, message = grade_ps13_part(PS13_INFLATED_FLIGHT, "test_checkpointed_gradient")
+    assert points == 0 and "MB at once" in message, message
+
+
+@pytest.mark.parametrize("idiom", sorted(PS13_MEMORY_HONEST))
+def test_ps13_honest_checkpointing_keeps_its_points(idiom):
+    honest = load_honest(PS13)["checkpointed_gradient"] + "\n\n" + PS13_MEMORY_HONEST[idiom]
+    points, message = grade_ps13_part({"checkpointed_gradient": honest}, "test_checkpointed_gradient")
+    assert points == 6, f"{idiom}: {message}"
 
 
 # A forged "ready" event, written straight to the judge's pipe from a cell, named a set of
