@@ -159,7 +159,7 @@ def _end_all_but(pid: int, group: Path) -> None:
     """Kill every process in ``group`` but ``pid`` (none can work for the measured copy, or
     wake another that would), until none is left: one may fork while the others die."""
     for _ in range(100):
-        others = {p for p in _procs(group) if p != pid and _state(p) not in ("Z", "X", "")}
+        others = {p for p in _procs(group) if p != pid and _runs(p)}
         if not others:
             return
         for other in others:
@@ -195,10 +195,22 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def _state(pid: int) -> str:
-    """The process's state letter (Z: a zombie, gone but not yet reaped; "": no such process)."""
+def _runs(pid: int) -> bool:
+    """Whether a thread of the process ``pid`` still runs. Its state letter alone does not say:
+    a process whose first thread ended (the system call exit, not exit_group) shows Z, a
+    zombie, while its other threads go on working."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(_state(f"/proc/{pid}/task/{thread}") not in ("Z", "X", "") for thread in threads)
+
+
+def _state(folder: str) -> str:
+    """The state letter of the process or thread whose /proc folder this is (Z: a zombie, gone
+    but not yet reaped; "": no such process)."""
+    try:
+        return Path(f"{folder}/stat").read_text().rpartition(")")[2].split()[0]
     except (OSError, IndexError):
         return ""
 

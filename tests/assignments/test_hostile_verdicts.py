@@ -766,6 +766,35 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         data += os.read(_told, size - len(data))
     return pickle.loads(data)
 """,
+    # (red6) the same helper, whose first thread ends (the system call exit) while a second one serves:
+    # the kernel shows the process as a zombie (state Z), which the judge took for gone and left
+    # alive, in the part's groups, to record the flight for the measured copy (1.8 MB read, 6/6)
+    "zombie_helper": PS13_WHOLE_FLIGHT
+    + """
+import ctypes, os, pickle, threading
+_ask, _asked = os.pipe()
+_told, _tell = os.pipe()
+if os.fork() == 0:
+    def _serve():
+        while True:
+            job = pickle.loads(os.read(_ask, 4096))
+            answer = pickle.dumps(_whole_flight(*job))
+            os.write(_tell, len(answer).to_bytes(8, "little") + answer)
+
+    threading.Thread(target=_serve).start()
+    ctypes.CDLL(None).syscall(60, 0)  # exit: this thread ends, the process lives on in the other
+os.close(_ask)
+os.close(_tell)
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
+    size = int.from_bytes(os.read(_told, 8), "little")
+    data = b""
+    while len(data) < size:
+        data += os.read(_told, size - len(data))
+    return pickle.loads(data)
+""",
 }
 # (red team of stop 33, "also in Jupyter") a final_step that allocates whenever checkpointed_gradient is
 # not running: the flight compared with, flown by hoop_height, needed 50 MB more, and any
