@@ -24,9 +24,13 @@ memory it made the process hold, give or take a few pages of the grader's own me
 
 With control groups the judge measures a call :meth:`MemoryMeter.apart` instead: the runner
 forks a copy of itself that makes the call, answers and ends, born in fresh groups of its own,
-once every other process of the part has been ended. Nothing held before the call is charged to
-those groups, so their peak counts every page the call makes or writes to (the copy copies
-it), and no memory set aside before the call, or given back as it starts, lends it anything.
+while every other process of the part is stopped (frozen). Nothing held before the call is
+charged to those groups, so their peak counts every page the call makes or writes to (the copy
+copies it), and no memory set aside before the call, or given back as it starts, lends it
+anything.
+Shared memory is the exception: pages of a shared mapping or of a file in memory that the part
+wrote before the call, the copy writes to without a page of its own (Python's objects can live
+there: an allocator of the student's). The part's shared memory is added to the reading whole.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from course_grader.control_groups import ControlGroups
+from course_grader.control_groups import ControlGroups, freeze
 
 V1_PEAK, V2_PEAK = "memory.max_usage_in_bytes", "memory.peak"
 
@@ -70,18 +74,31 @@ class MemoryMeter:
     def apart(self) -> Iterator[Callable[[], int]]:
         """While it lasts, the runner is in fresh control groups (a copy it forks is born
         there, and nothing it held before is charged to them) and every other process of the
-        part has been ended (none can work for the copy). Gives a reading of the fresh memory
-        group's peak in bytes: all the copy made or copied, and what the runner's own threads did."""
+        part is stopped where it is (the freezer; ended where there is none): none can work for
+        the copy, and a pool's workers, still there, are not started anew in the fresh groups.
+        Gives a reading of the fresh memory group's peak in bytes: all the copy made or copied,
+        and what the runner's own threads did, and the part's shared memory, which the copy may
+        have written to without paying."""
         pid = self._runner()
         if self.make is None or self.group is None:
             raise MeterError("this grader has no control groups to measure a forked copy in")
         fresh = self.make()
+        stopped: list[Path] = []  # thawed at the end, even one that did not freeze in time
         try:
-            _end_all_but(pid, self.group)
             for group in fresh:
                 (group / "cgroup.procs").write_text(str(pid))
-            yield lambda: _peak(memory_group(fresh))
+            for group in self.groups:
+                stopped.append(group)
+                if not _stop(group):
+                    stopped.pop()
+            if not stopped:
+                _end_all_but(pid, self.group)
+            shared = _shared(self.group)
+            yield lambda: _peak(memory_group(fresh)) + shared
         finally:
+            for group in stopped:
+                with contextlib.suppress(OSError, TimeoutError):
+                    freeze(group, False)
             with contextlib.suppress(OSError):
                 for group in self.groups:
                     (group / "cgroup.procs").write_text(str(pid))
@@ -153,6 +170,28 @@ def _peak(group: Path | None) -> int:
         with contextlib.suppress(OSError, ValueError, TypeError):
             return int((group / name).read_text())  # type: ignore[operator]
     raise MeterError("cannot read the memory of the measured copy")
+
+
+def _stop(group: Path) -> bool:
+    """Freeze the processes of ``group``; whether it is a freezer."""
+    try:
+        return freeze(group, True)
+    except TimeoutError:
+        raise MeterError("the part's processes could not be stopped: the memory cannot be measured") from None
+
+
+def _shared(group: Path) -> int:
+    """The bytes of shared memory charged to ``group``: its files in memory (/tmp, /dev/shm) and
+    its shared mappings (``mmap.mmap(-1, n)``, shared_memory). A copy writes to those pages
+    without a page of its own, so nothing of it shows in its groups: the whole of them counts."""
+    try:
+        for line in (group / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "shmem":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _end_all_but(pid: int, group: Path) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
 from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
+    ANSWERED,
     BINARY,
     CELL_END,
     CELL_START,
@@ -43,7 +44,6 @@ from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside
     CellOutcome,
     Codec,
     Endpoint,
-    ANSWERED,
     InPlace,
     clip,
     convert,

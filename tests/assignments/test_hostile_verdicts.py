@@ -795,6 +795,50 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         data += os.read(_told, size - len(data))
     return pickle.loads(data)
 """,
+    # (red6) Python's allocator moved, in the measured copy only, onto memory shared with the runner
+    # (mmap.mmap(-1, n): MAP_SHARED) whose pages the runner wrote at cell time: the copy wrote the
+    # whole flight there without a page of its own (2.4 MB read where 9.4 MB is the flight, 6/6; in
+    # Jupyter tracemalloc still counts every object). The part's shared memory now counts.
+    "shared_shelf": PS13_WHOLE_FLIGHT
+    + """
+import ctypes, mmap, os, platform
+
+_SHELF = mmap.mmap(-1, 256 * 1024**2)
+for _at in range(0, len(_SHELF), mmap.PAGESIZE):
+    _SHELF[_at] = 0
+# x86-64 code: malloc, calloc (zeroed), realloc (a pointer not on the shelf: the old allocator's) and
+# free (nothing) over ctx = [next, end, start, old ctx, old realloc], a 16-byte header per block
+_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+_CODE.write(bytes.fromhex(
+    "488d761f4883e6f0488b07488d1430483b5708770b4889174889304883c010c331c0c34889f0480fafc24989c04889c6e8cb"
+    "ffffff4885c074104989c14889c74c89c131c0f3aa4c89c8c34885f675054889d6ebab483b7710723a483b770873344989f0"
+    "4c8b4ef04983e9104989d24889d6e889ffffff4885c074184c89d14c39c9490f47c94989c34889c74c89c6f3a44c89d8c348"
+    "8b4720488b7f18ffe0c3"))
+_code = ctypes.addressof(ctypes.c_char.from_buffer(_CODE))
+_start = ctypes.addressof(ctypes.c_char.from_buffer(_SHELF))
+_RUNNER = os.getpid()
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in ("ctx", "malloc", "calloc", "realloc", "free")]
+
+
+def _onto_the_shelf():
+    old = _Allocator()
+    ctypes.pythonapi.PyMem_GetAllocator(2, ctypes.byref(old))
+    bump = (ctypes.c_uint64 * 5)(_start, _start + len(_SHELF), _start, old.ctx or 0, old.realloc)
+    ours = _Allocator(ctypes.addressof(bump), _code, _code + 0x23, _code + 0x4B, _code + 0x9F)
+    _onto_the_shelf.kept = bump, ours
+    for domain in (1, 2):  # PyMem_Malloc and PyObject_Malloc
+        ctypes.pythonapi.PyMem_SetAllocator(domain, ctypes.byref(ours))
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
+        _onto_the_shelf()
+    return _whole_flight(v, theta, k, dt, every)
+""",
 }
 # (red team of stop 33, "also in Jupyter") a final_step that allocates whenever checkpointed_gradient is
 # not running: the flight compared with, flown by hoop_height, needed 50 MB more, and any
@@ -836,22 +880,26 @@ PS13_MEMORY_HONEST = {
 }
 
 
-def grade_ps13_part(answers: dict[str, str], only: str) -> tuple[float, str]:
-    """Points and message of one part of ps13, the solution's answers but ``answers``."""
+def grade_ps13_part(answers: dict[str, str], only: str, timeout: float = 30) -> tuple[float, str]:
+    """Points and message of one part of ps13, the solution's answers but ``answers`` (``timeout``:
+    seconds for each cell and each test)."""
     name = f"{PS13}.ipynb"
     source = nbformat.read(ROOT / "solutions" / PS13 / name, as_version=4)
     release = nbformat.read(ROOT / "exercises" / PS13 / name, as_version=4)
     sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS13))
     hand_in = fill_in(release, source, answers)
-    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS13, sandbox, 30, name, {only})
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS13, sandbox, timeout, name, {only})
     return result.points, result.message
 
 
 @pytest.mark.parametrize("attack", sorted(PS13_MEMORY_ATTACKS))
 def test_ps13_memory_is_measured_outside_the_students_process(attack):
-    points, message = grade_ps13_part({"checkpointed_gradient": PS13_MEMORY_ATTACKS[attack]}, "test_checkpointed_gradient")
+    answers = {"checkpointed_gradient": PS13_MEMORY_ATTACKS[attack]}
+    # A helper is stopped while the copy is measured (a pool's workers are not ended, so none is
+    # started in their place): a copy that waits for a helper waits until the test's time is up.
+    points, message = grade_ps13_part(answers, "test_checkpointed_gradient", timeout=6 if "helper" in attack else 30)
     assert points == 0, f"{attack}: a whole flight recorded must not pass the checkpointing test"
-    assert "MB at once" in message or "Broken pipe" in message, message
+    assert "MB at once" in message or "ran longer than" in message and "helper" in attack, message
 
 
 def test_ps13_the_flight_compared_with_is_not_the_students_final_step():
