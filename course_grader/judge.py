@@ -222,6 +222,8 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
     namespace: dict[str, Any] = {"__name__": "__main__"}
     quiet = io.StringIO()
     os.chdir(scratch)
+    SET_UP[:] = [cell["source"] for cell in part["setup"]]
+    AS_SET_UP.clear()
     answers = {k: v for k, v in theirs.items() if k in ANSWER_NAMES and not hasattr(builtins, k)}
     namespace.update(answers)  # set-up cells that run after an answer may use it
     for cell in part["setup"]:
@@ -353,6 +355,13 @@ def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
     its result must be plain data. Without them, the runner's high-water mark beyond what it
     held as the call began. The notebook's own ``peak_memory`` (Python's tracemalloc) stands in
     for it in Jupyter."""
+    if METER.make is not None and _set_up_cells_own(function) and not _holds_remote([args, kwargs]):
+        # What a call is compared with (ps13's flight recorded whole) is the set-up cells' code,
+        # run here: where the student's code runs, it may answer for it (a function of its own,
+        # a Value class that wastes memory there and not in theirs).
+        own = _as_set_up(function.__name__)
+        result, used = METER.alone(lambda: own(*args, **kwargs))
+        return result, max(0, used - FORKED_COPY)
     target = function if type(function) is Remote else _on_their_side(function)
     stand_ins.CHANNEL.request("settle")
     if METER.make is None:
@@ -372,6 +381,25 @@ def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
             "return plain data (numbers, and lists or tuples of them), not objects of your own"
         )
     return result, max(0, used - FORKED_COPY)
+
+
+SET_UP: list[str] = []  # the part's set-up cells
+AS_SET_UP: dict[str, Any] = {}  # ... run afresh, with nothing of the student's (cleared for each part)
+
+
+def _set_up_cells_own(function: Any) -> bool:
+    return type(function) is types.FunctionType and function.__code__.co_filename.startswith("<set-up ")
+
+
+def _as_set_up(name: str) -> Any:
+    """The set-up cells' ``name`` as they define it, with their own classes and functions
+    only (in the test's namespace, the student's classes stand in for the set-up cells')."""
+    if not AS_SET_UP:
+        AS_SET_UP["__name__"] = "__main__"
+        for k, source in enumerate(SET_UP):
+            with contextlib.suppress(Exception):  # a line that needs an answer: the rest still defines
+                run_trusted(source, f"<set-up afresh {k}>", AS_SET_UP, io.StringIO())
+    return AS_SET_UP[name]
 
 
 def _holds_remote(value: Any, depth: int = 0) -> bool:

@@ -36,12 +36,14 @@ there: an allocator of the student's). The part's shared memory is added to the 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
+import pickle
 import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from course_grader.control_groups import ControlGroups, freeze
 
@@ -103,6 +105,37 @@ class MemoryMeter:
                 for group in self.groups:
                     (group / "cgroup.procs").write_text(str(pid))
             _wait_empty(fresh, 2.0)  # the copy ends as soon as it has answered
+            ControlGroups.remove(fresh)
+
+    def alone(self, function: Callable[[], Any]) -> tuple[Any, int]:
+        """``function()``, the judge's own code, in a forked copy of the judge born in fresh
+        groups like the part's (no process of the student's has a part in it): its result, and
+        the fresh memory group's peak in bytes."""
+        if self.make is None:
+            raise MeterError("this grader has no control groups to measure a forked copy in")
+        fresh = self.make()
+        read, write = os.pipe()
+        try:
+            child = os.fork()
+            if child == 0:  # never returns: its result goes through the pipe
+                code = 1
+                try:
+                    os.close(read)
+                    for group in fresh:
+                        (group / "cgroup.procs").write_text(str(os.getpid()))
+                    gc.freeze()  # the collector leaves the judge's objects alone: no page copied for it
+                    os.write(write, pickle.dumps(function()))
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(write)
+            with os.fdopen(read, "rb") as pipe:
+                data = pipe.read()
+            ended = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            if ended != 0:
+                raise MeterError(f"the grader's own measured call failed (exit status {ended})")
+            return pickle.loads(data), _peak(memory_group(fresh))
+        finally:
             ControlGroups.remove(fresh)
 
     def reset(self) -> int:

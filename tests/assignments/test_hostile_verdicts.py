@@ -870,6 +870,62 @@ def final_step(state, k):
     return y + tau * vy + 0.5 * tau * tau * ay
 """,
 }
+# (red6) the flight compared with was recorded in the student's process, whose code chose what it
+# needed: a cell that wraps the runner's Endpoint.serve (found with gc) handed the judge a function
+# of its own for the "setup" request of recorded_flight, one that holds 600 MB; or (in Jupyter
+# too) the set-up cells' Value wasted memory but while checkpointed_gradient ran (the n-th Value
+# 1.5 n bytes: 114 and 460-600 MB). The whole flight passed both ways (6/6; read 9.2 and 17 MB).
+# The judge now records it itself, with the set-up cells' code run afresh.
+PS13_FORGED_FLIGHTS = {
+    "answered_set_up": PS13_WHOLE_FLIGHT
+    + """
+import gc
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "call_apart" in vars(m))
+_serve = _runner.JUDGE.serve
+_KEPT = []
+
+
+def _heavy_flight(v, theta, k, dt=DT):
+    _KEPT.append(b"x" * (600 * 1024**2))
+    return recorded_flight(v, theta, k, dt)
+
+
+def _serving(message):
+    if message.get("op") == "setup" and message.get("name") == "recorded_flight":
+        return _heavy_flight
+    return _serve(message)
+
+
+_runner.JUDGE.serve = _serving
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    "wasteful_value": PS13_WHOLE_FLIGHT
+    + """
+_LEAN = [False]
+_plain_init = Value.__init__
+
+
+def _init(self, data, _parents=(), _op=""):
+    _plain_init(self, data, _parents, _op)
+    if not _LEAN[0]:
+        self._notes = bytearray(3 * Value.alive // 2)
+
+
+Value.__init__ = _init
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    _LEAN[0] = True
+    try:
+        return _whole_flight(v, theta, k, dt, every)
+    finally:
+        _LEAN[0] = False
+""",
+}
 # Honest: processes a cell left (a pool of workers, a child never waited for) are ended before
 # the measured call, which still passes; a result of NumPy floats is plain data.
 PS13_MEMORY_HONEST = {
@@ -904,6 +960,13 @@ def test_ps13_memory_is_measured_outside_the_students_process(attack):
 
 def test_ps13_the_flight_compared_with_is_not_the_students_final_step():
     points, message = grade_ps13_part(PS13_INFLATED_FLIGHT, "test_checkpointed_gradient")
+    assert points == 0 and "MB at once" in message, message
+
+
+@pytest.mark.parametrize("forgery", sorted(PS13_FORGED_FLIGHTS))
+def test_ps13_the_flight_compared_with_is_not_one_the_students_process_chooses(forgery):
+    answers = {"checkpointed_gradient": PS13_FORGED_FLIGHTS[forgery]}
+    points, message = grade_ps13_part(answers, "test_checkpointed_gradient")
     assert points == 0 and "MB at once" in message, message
 
 
