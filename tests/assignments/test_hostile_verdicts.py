@@ -839,6 +839,33 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         _onto_the_shelf()
     return _whole_flight(v, theta, k, dt, every)
 """,
+    # (red6, open) the runner's call_apart replaced (found with gc): the call runs in the runner
+    # itself, which reuses the pages of a pool of objects it freed at cell time without a new page
+    # charged (0.8 and 3.2 MB read, 6/6). Everything in the runner is the student's to replace.
+    "call_in_the_runner": PS13_WHOLE_FLIGHT
+    + """
+import gc
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "call_apart" in vars(m))
+_runner.call_apart = lambda message: _runner.serve({**message, "op": "call"})
+
+
+def _pool():
+    before = {id(o) for o in gc.get_objects()}
+    graph = hoop_height(Value(START_SHOT[0]), Value(START_SHOT[1]), Value(DRAG), 0.0004)
+    made = [o for o in gc.get_objects() if id(o) not in before]
+    for o in made:
+        if isinstance(o, Value):
+            o._parents, o._backward = (), None  # a Value kept keeps no other
+    return made[::20]  # the rest freed: Python's allocator keeps their pages, in use by a few
+
+
+_kept = _pool()
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
 }
 # (red team of stop 33, "also in Jupyter") a final_step that allocates whenever checkpointed_gradient is
 # not running: the flight compared with, flown by hoop_height, needed 50 MB more, and any
