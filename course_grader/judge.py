@@ -352,9 +352,11 @@ def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
     judge reads it from outside the sandbox (:mod:`course_grader.meter`). With control groups
     the call runs in a forked copy of the student's process, alone in groups of its own, and
     needs what the copy made or copied, less :data:`FORKED_COPY` (what a copy costs by itself);
-    its result must be plain data. Without them, the runner's high-water mark beyond what it
-    held as the call began. The notebook's own ``peak_memory`` (Python's tracemalloc) stands in
-    for it in Jupyter."""
+    its result must be plain data. A set-up cells' function given with plain arguments (what a
+    call is compared with) runs instead in a forked copy of the judge, over the set-up cells run
+    afresh, measured the same way: nothing of the student's has a part in it. Without control
+    groups, the runner's high-water mark beyond what it held as the call began. The notebook's
+    own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
     if METER.make is not None and _set_up_cells_own(function) and not _holds_remote([args, kwargs]):
         # What a call is compared with (ps13's flight recorded whole) is the set-up cells' code,
         # run here: where the student's code runs, it may answer for it (a function of its own,
