@@ -436,11 +436,11 @@ def calls_to(name: str):
         calls.append(args)
         return original(*args)
 
-    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded))
+    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded), save=True)
     try:
         yield calls
     finally:
-        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
+        stand_ins.CHANNEL.request("restoreglobal", name=name)
 
 
 @contextlib.contextmanager
@@ -450,13 +450,13 @@ def rebound(namespace: dict[str, Any], name: str, to: str):
     the test's ``namespace`` (ps08 trains once on a loss the test chooses). The notebook's own
     ``rebound`` rebinds the name in Jupyter."""
     there, here = _on_their_side(to), namespace[name]
-    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to})
+    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to}, save=True)
     namespace[name] = there
     try:
         yield
     finally:
         namespace[name] = here
-        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
+        stand_ins.CHANNEL.request("restoreglobal", name=name)
 
 
 def _on_their_side(function: Any) -> Any:

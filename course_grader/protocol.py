@@ -36,11 +36,12 @@ import numpy as np
 
 # Operations the judge asks of the runner's objects (and the runner of the judge's, where
 # allowed): setup (what the set-up cells bound to a name), setglobal (bind a notebook name: the
-# judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
-# judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
-# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance, methods (a class's
-# functions); settle (free the garbage and the allocator's memory before a measured call);
-# apart (a call in a forked copy of the student's process, which answers it and ends).
+# judge's reference solutions; with save, for a while), restoreglobal (what that replaced),
+# getattr (the runner's, of the judge's objects), attribute (the judge's getattr: says "a
+# method" instead of sending a bound method), callmethod, setattr, call, getitem, setitem, len,
+# iter, contains, binop, unary, convert, isinstance, methods (a class's functions); settle (free
+# the garbage and the allocator's memory before a measured call); apart (a call in a forked
+# copy of the student's process, which answers it and ends).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")

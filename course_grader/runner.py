@@ -181,6 +181,8 @@ NOTEBOOK = types.ModuleType("__main__")
 NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
 NAMESPACE["__builtins__"] = builtins
 RUNNER_MODULE = sys.modules[__name__]  # this file's module, alive while it stands aside
+REBOUND: dict[str, list] = {}  # notebook names a test rebinds for a while: what each was before
+_ABSENT = object()
 SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
 SET_RECURSION_LIMIT = sys.setrecursionlimit
 
@@ -242,8 +244,20 @@ def serve(message: dict) -> Any:
     SET_RECURSION_LIMIT(1000)  # the interpreter's own, whatever answer code did to sys
     if op == "setup":
         return JUDGE.codec.setup_function(str(message.get("name")))
-    if op == "setglobal":
-        NAMESPACE[str(message.get("name"))] = decode(message.get("value"))
+    if op == "setglobal":  # with "save", what it replaces comes back at "restoreglobal"
+        name = str(message.get("name"))
+        if message.get("save") is True:
+            REBOUND.setdefault(name, []).append(NAMESPACE.get(name, _ABSENT))
+        NAMESPACE[name] = decode(message.get("value"))
+        return None
+    if op == "restoreglobal":  # the student's own binding, as a test's rebinding found it
+        saved = REBOUND.get(str(message.get("name")))
+        if saved:
+            previous = saved.pop()
+            if previous is _ABSENT:
+                NAMESPACE.pop(str(message.get("name")), None)
+            else:
+                NAMESPACE[str(message.get("name"))] = previous
         return None
     if op == "settle":  # before the judge measures a call's memory: what is garbage goes back
         gc.collect()
