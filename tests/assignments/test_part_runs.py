@@ -929,3 +929,15 @@ def test_a_rebinding_gives_back_the_students_own_binding(warm):
     source = "def helper():\n    return 'theirs'\n\n\ndef out():\n    return helper()\n"
     run_part(warm, source, during=rebind_twice_and_give_back)
     assert seen == ["the judge's", "the judge's again", "the judge's", "theirs", "theirs"], seen
+
+
+def test_a_lent_method_writes_into_the_arrays_it_is_given(warm):
+    # A student's method lent to a reference class (their_methods) ran on copies of its array
+    # arguments: what it wrote into them was lost, where in Jupyter it fills the caller's array.
+    import numpy as np
+
+    from course_grader.stand_ins import TheirMethod
+
+    filled = np.zeros(3)
+    run_part(warm, "def out(array):\n    array[:] = 7.0\n", during=lambda out: TheirMethod(out, "static")(filled))
+    assert filled.tolist() == [7.0, 7.0, 7.0], filled
