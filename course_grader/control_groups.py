@@ -9,6 +9,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,11 @@ class ControlGroups:
         except OSError:
             return None
         return cls(folders, v2=False)
+
+    @property
+    def can_freeze(self) -> bool:
+        """Whether each group set :meth:`make` makes has a freezer."""
+        return self.v2 or "freezer" in self.folders
 
     def make(self, limits: Limits) -> list[Path]:
         """New groups for one sandbox with its limits; the folders to join and remove."""
@@ -94,10 +100,7 @@ class ControlGroups:
             except TimeoutError:
                 pass
             for _ in range(50):
-                try:
-                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-                except OSError:
-                    break
+                pids = procs(group)
                 if not pids:
                     break
                 for pid in pids:
@@ -140,3 +143,18 @@ def _read(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+def procs(group: Path) -> list[int]:
+    """The processes in ``group``."""
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def wait_for(done: Callable[[], bool], seconds: float = 2.0) -> None:
+    """Until ``done()`` (a group empty), or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.002)

@@ -50,6 +50,7 @@ from typing import Any
 
 from course_grader import stand_ins
 from course_grader.handin import JudgeJob, PartJob
+from course_grader.measured_copy import CopyMeter
 from course_grader.meter import MemoryMeter, MeterError
 from course_grader.part_runs import SandboxBroken, WarmSandbox, imported_modules
 from course_grader.protocol import (
@@ -77,6 +78,7 @@ REFERENCE_MESSAGE = (
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
 METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
+COPIES: CopyMeter | None = None  # ... or of a copy of it made for one call, where the grader can
 
 
 class CellTimeout(BaseException):
@@ -129,7 +131,7 @@ def raised_in_test(error: BaseException) -> bool:
 
 def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: float) -> Verdict:
     """Fork the student's process for one part, wait for its cells, run the test here."""
-    global METER
+    global METER, COPIES
     verdict = Verdict()
     sandbox = warm.sandbox
     try:
@@ -138,7 +140,8 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
         verdict.machinery = f"the sandbox ended before the student's code ran ({error})"
         return verdict
     making = sandbox.groups
-    METER = MemoryMeter(run.pid, run.groups, None if making is None else lambda: making.make(sandbox.limits))
+    METER = MemoryMeter(run.pid, run.groups)
+    COPIES = CopyMeter(run.pid, run.groups, making, sandbox.limits) if making and making.can_freeze else None
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None
@@ -347,35 +350,36 @@ def student_side(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
-    """``function(*args, **kwargs)`` where the student's code runs (a function of theirs, or the
-    set-up cells' function of that name), and the most memory the call needed, in bytes, as the
-    judge reads it from outside the sandbox (:mod:`course_grader.meter`). With control groups
-    the call runs in a forked copy of the student's process, alone in groups of its own, and
-    needs what the copy made or copied, less :data:`FORKED_COPY` (what a copy costs by itself);
-    its result must be plain data. A set-up cells' function given with plain arguments (what a
-    call is compared with) runs instead in a forked copy of the judge, over the set-up cells run
-    afresh, measured the same way: nothing of the student's has a part in it. Without control
-    groups, the runner's high-water mark beyond what it held as the call began. The notebook's
-    own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
-    if METER.make is not None and _set_up_cells_own(function) and not _holds_remote([args, kwargs]):
+    """``function(*args, **kwargs)`` and the most memory the call needed, in bytes, as the judge
+    reads it from outside the sandbox. With control groups and a freezer
+    (:mod:`course_grader.measured_copy`), a function of the student's runs in a copy of their
+    process made for the call, which must return plain data, and a function of the set-up
+    cells given plain arguments (what such a call is compared with) runs in a copy of the
+    judge, over the set-up cells run afresh; each needs what its copy made or copied, less
+    :data:`FORKED_COPY` (what a copy costs by itself). Without them, the student's process's
+    high-water mark (:mod:`course_grader.meter`) beyond what it held as the call began. The
+    notebook's own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
+    if COPIES is not None and _set_up_cells_own(function) and not _holds_remote([args, kwargs]):
         # What a call is compared with (ps13's flight recorded whole) is the set-up cells' code,
         # run here: where the student's code runs, it may answer for it (a function of its own,
         # a Value class that wastes memory there and not in theirs).
         own = _as_set_up(function.__name__)
-        result, used = METER.alone(lambda: own(*args, **kwargs))
+        result, used = COPIES.alone(lambda: own(*args, **kwargs))
         return result, max(0, used - FORKED_COPY)
     target = function if type(function) is Remote else _on_their_side(function)
     stand_ins.CHANNEL.request("settle")
-    if METER.make is None:
+    if COPIES is None:
         baseline = METER.reset()
         result = target(*args, **kwargs)
         return result, max(0, METER.peak() - baseline)
     arrays, (args_data, kwargs_data) = stand_ins.granted_arguments(args, kwargs)
-    with METER.apart() as peak:
+    with COPIES.apart() as copy:
+        stand_ins.CHANNEL.request("standby")
+        copy.alone()
         result = stand_ins.CHANNEL.request(
-            "apart", target=stand_ins.send(target), args=args_data, kwargs=kwargs_data, write_back=arrays
+            "call", target=stand_ins.send(target), args=args_data, kwargs=kwargs_data, write_back=arrays
         )
-        used = peak()
+        used = copy.peak()
     if _holds_remote(result):
         name = function if isinstance(function, str) else getattr(function, "__name__", "the measured function")
         raise ValueError(

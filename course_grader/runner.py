@@ -263,8 +263,8 @@ def serve(message: dict) -> Any:
         gc.collect()
         _release_free_memory()
         return None
-    if op == "apart":
-        return call_apart(message)
+    if op == "standby":
+        return stand_by(message)
     target = decode(message.get("target"))
     if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
         value = getattr(target, str(message.get("name")))
@@ -317,25 +317,34 @@ def serve(message: dict) -> Any:
 COPY_HANDLES = 1 << 40
 
 
-def call_apart(message: dict) -> Any:
-    """Serve a call in a forked copy of this process, which answers it and ends (ps13's memory).
+def stand_by(message: dict) -> Any:
+    """A forked copy of this process answers this request, then the next one (the call the
+    judge measures, ps13's memory), and ends; this process waits for it.
 
-    The judge measures the copy in control groups of its own: every page the call makes, and
-    every page of this process it writes to (copied for it), counts; memory this process held
-    before counts for nothing, so a reserve set aside in advance, or given back as the call
-    starts and taken again before it ends, lends the call none. This process waits, and
-    answers only for a copy that ended without answering."""
+    The judge has this process in fresh control groups as it forks, so the copy is born there;
+    then it moves this process back and freezes it with the rest of the part, so that nothing
+    but the copy can make the call. The copy pays for every page it makes, and for every page
+    of this process it writes to (copied for it): a reserve set aside in advance, or memory
+    freed and kept by Python's allocator, lends the call nothing. This process answers only
+    for a copy that ended before it answered."""
+    told, tell = os.pipe()
     child = os.fork()
     if child == 0:
+        os.close(told)
         gc.freeze()  # the collector leaves the objects of before alone: no page copied for it
         JUDGE.codec.counter += COPY_HANDLES  # handles the judge may see of the copy's objects: never reused here
-        JUDGE.answer({**message, "op": "call"})
+        JUDGE.send({"re": message.get("id"), "value": None})
+        os.write(tell, b"!")
+        JUDGE.answer(JUDGE.receive())
         os._exit(0)
+    os.close(tell)
     status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-    if status == 0:
+    answered = os.read(told, 1) == b"!"
+    os.close(told)
+    if answered:
         return ANSWERED
     how = f"killed by signal {-status}" if status < 0 else f"exit code {status}"
-    raise RuntimeError(f"the measured call ended without an answer ({how}: over the memory limit, or it ended itself)")
+    raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
 
 
 METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them

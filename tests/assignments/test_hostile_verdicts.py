@@ -839,15 +839,17 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         _onto_the_shelf()
     return _whole_flight(v, theta, k, dt, every)
 """,
-    # (red6, open) the runner's call_apart replaced (found with gc): the call runs in the runner
+    # (red6) the runner's copy-making replaced (found with gc): the call ran in the runner
     # itself, which reuses the pages of a pool of objects it freed at cell time without a new page
-    # charged (0.8 and 3.2 MB read, 6/6). Everything in the runner is the student's to replace.
+    # charged (0.8 and 3.2 MB read, 6/6). Everything in the runner is the student's to replace:
+    # now the runner only forks a standby copy, and the judge checks that one new child exists,
+    # then freezes the runner, so that nothing but the copy can make the call.
     "call_in_the_runner": PS13_WHOLE_FLIGHT
     + """
 import gc
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "call_apart" in vars(m))
-_runner.call_apart = lambda message: _runner.serve({**message, "op": "call"})
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner.stand_by = lambda message: None  # no copy: the runner answers, then makes the call itself
 
 
 def _pool():
@@ -908,7 +910,7 @@ PS13_FORGED_FLIGHTS = {
     + """
 import gc
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "call_apart" in vars(m))
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
 _serve = _runner.JUDGE.serve
 _KEPT = []
 
@@ -982,7 +984,13 @@ def test_ps13_memory_is_measured_outside_the_students_process(attack):
     # started in their place): a copy that waits for a helper waits until the test's time is up.
     points, message = grade_ps13_part(answers, "test_checkpointed_gradient", timeout=6 if "helper" in attack else 30)
     assert points == 0, f"{attack}: a whole flight recorded must not pass the checkpointing test"
-    assert "MB at once" in message or "ran longer than" in message and "helper" in attack, message
+    assert (
+        "MB at once" in message
+        or "ran longer than" in message
+        and "helper" in attack
+        or "where the grader measures one copy" in message
+        and attack == "call_in_the_runner"
+    ), message
 
 
 def test_ps13_the_flight_compared_with_is_not_the_students_final_step():
