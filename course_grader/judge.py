@@ -15,10 +15,11 @@ stay here and are called back; the student's code may call them and read their r
 read public attributes of the objects the test passed (a graph to sort), but never change
 them.
 
-What a test measures of the student's code the judge measures itself: the memory of the
-student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
-by serving them (:func:`calls_to`), never a counter the student's process keeps. What a test
-hands the student's code to work with it may swap (:func:`rebound`: a loss of its choosing).
+What a test measures of the student's code the judge measures itself
+(:mod:`course_grader.test_tools`): the memory of a call from outside the sandbox
+(``peak_memory``), the calls its code makes by serving them (``calls_to``), never a counter
+the student's process keeps. What a test hands the student's code to work with it may swap
+(``rebound``: a loss of its choosing).
 
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
@@ -67,6 +68,14 @@ from course_grader.protocol import (
 from course_grader.rules import Rules
 from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
+from course_grader.test_tools import (
+    calls_to,
+    measure_part,
+    peak_memory,
+    rebound,
+    run_trusted,
+    student_side,
+)
 from course_grader.their_methods import lend_their_methods
 from course_grader.verdict_memo import VerdictMemo
 
@@ -77,8 +86,6 @@ REFERENCE_MESSAGE = (
 )
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
-METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
-COPIES: CopyMeter | None = None  # ... or of a copy of it made for one call, where the grader can
 
 
 class CellTimeout(BaseException):
@@ -117,12 +124,6 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
-def run_trusted(source: str, filename: str, namespace: dict, out: io.StringIO) -> None:
-    code = compile(source, filename, "exec", dont_inherit=True)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        exec(code, namespace)
-
-
 def raised_in_test(error: BaseException) -> bool:
     """True when the exception came from the test's own code (an assert), not from the student's."""
     frames = traceback.extract_tb(error.__traceback__)
@@ -131,7 +132,6 @@ def raised_in_test(error: BaseException) -> bool:
 
 def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: float) -> Verdict:
     """Fork the student's process for one part, wait for its cells, run the test here."""
-    global METER, COPIES
     verdict = Verdict()
     sandbox = warm.sandbox
     try:
@@ -140,8 +140,8 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
         verdict.machinery = f"the sandbox ended before the student's code ran ({error})"
         return verdict
     making = sandbox.groups
-    METER = MemoryMeter(run.pid, run.groups)
-    COPIES = CopyMeter(run.pid, run.groups, making, sandbox.limits) if making and making.can_freeze else None
+    copies = CopyMeter(run.pid, run.groups, making, sandbox.limits) if making and making.can_freeze else None
+    measure_part(MemoryMeter(run.pid, run.groups), copies, [cell["source"] for cell in part["setup"]])
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None
@@ -225,8 +225,6 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
     namespace: dict[str, Any] = {"__name__": "__main__"}
     quiet = io.StringIO()
     os.chdir(scratch)
-    SET_UP[:] = [cell["source"] for cell in part["setup"]]
-    AS_SET_UP.clear()
     answers = {k: v for k, v in theirs.items() if k in ANSWER_NAMES and not hasattr(builtins, k)}
     namespace.update(answers)  # set-up cells that run after an answer may use it
     for cell in part["setup"]:
@@ -339,136 +337,6 @@ def _where_the_objects_are(name: str, function: Any) -> Any:
 
 def _notebook_class(value: Any) -> bool:
     return isinstance(value, type) and value.__module__ == "__main__"
-
-
-def student_side(function: Any, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)`` where the student's code runs: the set-up cells' function
-    (or class) of that name, in the student's process. In a notebook the set-up cell defines
-    this as a plain call; the judge uses it for objects the student's code must own (a model
-    it trains) or build fast (a graph 100,000 nodes deep)."""
-    return _on_their_side(function)(*args, **kwargs)
-
-
-def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
-    """``function(*args, **kwargs)`` and the most memory the call needed, in bytes, as the judge
-    reads it from outside the sandbox. With control groups and a freezer
-    (:mod:`course_grader.measured_copy`), a function of the student's runs in a copy of their
-    process made for the call, which must return plain data, and a function of the set-up
-    cells given plain arguments (what such a call is compared with) runs in a copy of the
-    judge, over the set-up cells run afresh; each needs what its copy made or copied, less
-    :data:`FORKED_COPY` (what a copy costs by itself). Without them, the student's process's
-    high-water mark (:mod:`course_grader.meter`) beyond what it held as the call began. The
-    notebook's own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
-    if COPIES is not None and _set_up_cells_own(function) and not _holds_remote([args, kwargs]):
-        # What a call is compared with (ps13's flight recorded whole) is the set-up cells' code,
-        # run here: where the student's code runs, it may answer for it (a function of its own,
-        # a Value class that wastes memory there and not in theirs).
-        own = _as_set_up(function.__name__)
-        result, used = COPIES.alone(lambda: own(*args, **kwargs))
-        return result, max(0, used - FORKED_COPY)
-    target = function if type(function) is Remote else _on_their_side(function)
-    stand_ins.CHANNEL.request("settle")
-    if COPIES is None:
-        baseline = METER.reset()
-        result = target(*args, **kwargs)
-        return result, max(0, METER.peak() - baseline)
-    arrays, (args_data, kwargs_data) = stand_ins.granted_arguments(args, kwargs)
-    with COPIES.apart() as copy:
-        stand_ins.CHANNEL.request("standby")
-        copy.alone()
-        result = stand_ins.CHANNEL.request(
-            "call", target=stand_ins.send(target), args=args_data, kwargs=kwargs_data, write_back=arrays
-        )
-        used = copy.peak()
-    if _holds_remote(result):
-        name = function if isinstance(function, str) else getattr(function, "__name__", "the measured function")
-        raise ValueError(
-            f"{name} runs in a copy of your process that ends with its answer, so that its memory can be measured: "
-            "return plain data (numbers, and lists or tuples of them), not objects of your own"
-        )
-    return result, max(0, used - FORKED_COPY)
-
-
-SET_UP: list[str] = []  # the part's set-up cells
-AS_SET_UP: dict[str, Any] = {}  # ... run afresh, with nothing of the student's (cleared for each part)
-
-
-def _set_up_cells_own(function: Any) -> bool:
-    return type(function) is types.FunctionType and function.__code__.co_filename.startswith("<set-up ")
-
-
-def _as_set_up(name: str) -> Any:
-    """The set-up cells' ``name`` as they define it, with their own classes and functions
-    only (in the test's namespace, the student's classes stand in for the set-up cells')."""
-    if not AS_SET_UP:
-        AS_SET_UP["__name__"] = "__main__"
-        for k, source in enumerate(SET_UP):
-            with contextlib.suppress(Exception):  # a line that needs an answer: the rest still defines
-                run_trusted(source, f"<set-up afresh {k}>", AS_SET_UP, io.StringIO())
-    return AS_SET_UP[name]
-
-
-def _holds_remote(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` is, or contains, an object of the student's process (a handle)."""
-    if type(value) is Remote:
-        return True
-    if type(value) in (list, tuple, set, frozenset) and depth < 64:
-        return any(_holds_remote(v, depth + 1) for v in value)
-    if type(value) is dict and depth < 64:
-        return any(_holds_remote(v, depth + 1) for pair in value.items() for v in pair)
-    return False
-
-
-# What a forked copy of a student's process costs by itself: the pages it writes to are copied
-# for it (its stack, the objects whose counts of references it changes, partly used pages of
-# Python's allocator that its first objects fill). Measured on ps13's solution: 1.1-1.8 MB for
-# a call that does nothing, 3.0-3.4 MB for a checkpointed gradient (a few thousand Values), 7-8 MB
-# for the whole flight it is compared with (about 5 MB by tracemalloc).
-FORKED_COPY = 4 * 1024**2
-
-
-@contextlib.contextmanager
-def calls_to(name: str):
-    """While it lasts, the student's code calling the notebook's function ``name`` calls the
-    judge, which records the call's arguments in the list it gives and runs the set-up cells'
-    ``name`` on them where the student's code runs: the judge counts the calls itself (ps11's
-    backward sweeps). The notebook's own ``calls_to`` rebinds the name in Jupyter."""
-    calls: list[tuple] = []
-    original = _on_their_side(name)
-
-    def recorded(*args: Any) -> Any:
-        calls.append(args)
-        return original(*args)
-
-    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded), save=True)
-    try:
-        yield calls
-    finally:
-        stand_ins.CHANNEL.request("restoreglobal", name=name)
-
-
-@contextlib.contextmanager
-def rebound(namespace: dict[str, Any], name: str, to: str):
-    """While it lasts, the notebook's function ``name`` is the set-up cells' function ``to`` for
-    the student's code (its global, rebound where it runs) and for a reference running here, in
-    the test's ``namespace`` (ps08 trains once on a loss the test chooses). The notebook's own
-    ``rebound`` rebinds the name in Jupyter."""
-    there, here = _on_their_side(to), namespace[name]
-    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to}, save=True)
-    namespace[name] = there
-    try:
-        yield
-    finally:
-        namespace[name] = here
-        stand_ins.CHANNEL.request("restoreglobal", name=name)
-
-
-def _on_their_side(function: Any) -> Any:
-    """The set-up cells' function (given, or named) as the student's process has it."""
-    name = function if isinstance(function, str) else getattr(function, "__name__", None)
-    if not isinstance(name, str):
-        raise TypeError("expected a function of the notebook's set-up cells or of the student's")
-    return stand_ins.CHANNEL.request("setup", name=name)
 
 
 _MISSING = object()

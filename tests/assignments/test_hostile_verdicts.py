@@ -705,6 +705,29 @@ def _whole_flight(v, theta, k, dt, every):
         n += 1
     return height, gradient, checkpoints
 """
+# a helper process, forked at cell time, records the flight for whoever asks through its pipes
+PS13_HELPER = """
+import os, pickle
+_ask, _asked = os.pipe()
+_told, _tell = os.pipe()
+
+
+def _serve():
+    while True:
+        job = pickle.loads(os.read(_ask, 4096))
+        answer = pickle.dumps(_whole_flight(*job))
+        os.write(_tell, len(answer).to_bytes(8, "little") + answer)
+"""
+PS13_ASKS_THE_HELPER = """
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
+    size = int.from_bytes(os.read(_told, 8), "little")
+    data = b""
+    while len(data) < size:
+        data += os.read(_told, size - len(data))
+    return pickle.loads(data)
+"""
 PS13_MEMORY_ATTACKS = {
     "forged_peak": PS13_WHOLE_FLIGHT
     + """
@@ -743,58 +766,32 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
 """,
     # a helper process, forked at cell time with a pool of its own, records the flight for the call
     "helper_process": PS13_WHOLE_FLIGHT
+    + PS13_HELPER
     + """
-import os, pickle
-_ask, _asked = os.pipe()
-_told, _tell = os.pipe()
 if os.fork() == 0:
     _pool = [Value(0.0) for _ in range(300_000)]
     del _pool
-    while True:
-        job = pickle.loads(os.read(_ask, 4096))
-        answer = pickle.dumps(_whole_flight(*job))
-        os.write(_tell, len(answer).to_bytes(8, "little") + answer)
+    _serve()
 os.close(_ask)
 os.close(_tell)
 
-
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
-    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
-    size = int.from_bytes(os.read(_told, 8), "little")
-    data = b""
-    while len(data) < size:
-        data += os.read(_told, size - len(data))
-    return pickle.loads(data)
-""",
+"""
+    + PS13_ASKS_THE_HELPER,
     # (red6) the same helper, whose first thread ends (the system call exit) while a second one serves:
     # the kernel shows the process as a zombie (state Z), which the judge took for gone and left
     # alive, in the part's groups, to record the flight for the measured copy (1.8 MB read, 6/6)
     "zombie_helper": PS13_WHOLE_FLIGHT
+    + PS13_HELPER
     + """
-import ctypes, os, pickle, threading
-_ask, _asked = os.pipe()
-_told, _tell = os.pipe()
+import ctypes, threading
 if os.fork() == 0:
-    def _serve():
-        while True:
-            job = pickle.loads(os.read(_ask, 4096))
-            answer = pickle.dumps(_whole_flight(*job))
-            os.write(_tell, len(answer).to_bytes(8, "little") + answer)
-
     threading.Thread(target=_serve).start()
     ctypes.CDLL(None).syscall(60, 0)  # exit: this thread ends, the process lives on in the other
 os.close(_ask)
 os.close(_tell)
 
-
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
-    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
-    size = int.from_bytes(os.read(_told, 8), "little")
-    data = b""
-    while len(data) < size:
-        data += os.read(_told, size - len(data))
-    return pickle.loads(data)
-""",
+"""
+    + PS13_ASKS_THE_HELPER,
     # (red6) Python's allocator moved, in the measured copy only, onto memory shared with the runner
     # (mmap.mmap(-1, n): MAP_SHARED) whose pages the runner wrote at cell time: the copy wrote the
     # whole flight there without a page of its own (2.4 MB read where 9.4 MB is the flight, 6/6; in

@@ -606,10 +606,10 @@ def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, 
     """Run a part whose answer cell defines ``measured()``, then the judge's own
     ``peak_memory(measured)``, with its meter made as judge_part makes it: the call's result
     and the memory it held, as the judge reads it."""
-    from course_grader import judge
+    from course_grader import test_tools
 
     run = warm.start()
-    monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
+    monkeypatch.setattr(test_tools, "METER", MemoryMeter(run.pid, run.groups))
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     job = {"cells": [{"name": "cell", "kind": "answer", "source": source}], "cell_timeout": 10}
     job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
@@ -617,7 +617,7 @@ def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, 
     try:
         while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
             pass
-        return judge.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
+        return test_tools.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
     finally:
         run.finish()
 
