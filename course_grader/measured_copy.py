@@ -11,8 +11,8 @@ and every page of the runner it writes to (the kernel copies it for the copy), s
 aside before the call, or freed and kept by Python's allocator, lends the call nothing.
 Shared memory is the exception: pages of a shared mapping or of a file in memory that the part
 wrote before the call, the copy writes to without a page of its own (Python's objects can live
-there, with an allocator of the student's), so the part's shared memory is added to the
-reading whole.
+there, with an allocator of the student's), so the part's shared memory, as it is once the
+part is frozen, is added to the reading whole.
 
 What a call is compared with, the judge measures in a forked copy of itself
 (:meth:`CopyMeter.alone`), over code of its own: no process of the student's has a part in it.
@@ -54,7 +54,7 @@ class CopyMeter:
         if group is None:
             raise MeterError("the part has no memory control group to measure a copy in")
         fresh = self.control.make(self.limits)
-        copy = Copy(self.pid, self.groups, fresh, _children(self.pid), _shared(group))
+        copy = Copy(self.pid, self.groups, fresh, _children(self.pid), group)
         try:
             for made in fresh:
                 (made / "cgroup.procs").write_text(str(self.pid))
@@ -101,9 +101,10 @@ class CopyMeter:
 class Copy:
     """The runner's standby copy for one measured call."""
 
-    def __init__(self, runner: int, groups: list[Path], fresh: list[Path], before: set[int], shared: int):
-        self.runner, self.groups, self.fresh, self.before, self.shared = runner, groups, fresh, before, shared
+    def __init__(self, runner: int, groups: list[Path], fresh: list[Path], before: set[int], memory: Path):
+        self.runner, self.groups, self.fresh, self.before, self.memory = runner, groups, fresh, before, memory
         self.frozen: list[Path] = []
+        self.shared = 0  # the part's shared memory once it is frozen
 
     def alone(self) -> None:
         """After the runner forked its copy: check that the copy is one new child of the runner
@@ -126,6 +127,9 @@ class Copy:
                 freeze(part, True)
             except TimeoutError:
                 raise MeterError("the part's processes could not be frozen: the memory cannot be measured") from None
+        # Read now, not before: until they stopped, the part's processes could still write pages
+        # of a shared mapping, which the copy then uses without a page of its own.
+        self.shared = _shared(self.memory)
 
     def peak(self) -> int:
         """The most bytes the copy's groups held, and the part's shared memory."""

@@ -728,6 +728,37 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         data += os.read(_told, size - len(data))
     return pickle.loads(data)
 """
+# Python's allocator moved onto a shelf, a mapping shared with the runner (the shelf attacks below)
+PS13_SHELF_ALLOCATOR = """
+import ctypes, mmap, os, platform
+
+# x86-64 code: malloc, calloc (zeroed), realloc (a pointer not on the shelf: the old allocator's) and
+# free (nothing) over ctx = [next, end, start, old ctx, old realloc], a 16-byte header per block
+_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+_CODE.write(bytes.fromhex(
+    "488d761f4883e6f0488b07488d1430483b5708770b4889174889304883c010c331c0c34889f0480fafc24989c04889c6e8cb"
+    "ffffff4885c074104989c14889c74c89c131c0f3aa4c89c8c34885f675054889d6ebab483b7710723a483b770873344989f0"
+    "4c8b4ef04983e9104989d24889d6e889ffffff4885c074184c89d14c39c9490f47c94989c34889c74c89c6f3a44c89d8c348"
+    "8b4720488b7f18ffe0c3"))
+_code = ctypes.addressof(ctypes.c_char.from_buffer(_CODE))
+_RUNNER = os.getpid()
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in ("ctx", "malloc", "calloc", "realloc", "free")]
+
+
+def _onto_the_shelf(shelf):
+    start = ctypes.addressof(ctypes.c_char.from_buffer(shelf))
+    old = _Allocator()
+    ctypes.pythonapi.PyMem_GetAllocator(2, ctypes.byref(old))
+    bump = (ctypes.c_uint64 * 5)(start, start + len(shelf), start, old.ctx or 0, old.realloc)
+    ours = _Allocator(ctypes.addressof(bump), _code, _code + 0x23, _code + 0x4B, _code + 0x9F)
+    _onto_the_shelf.kept = bump, ours
+    for domain in (1, 2):  # PyMem_Malloc and PyObject_Malloc
+        ctypes.pythonapi.PyMem_SetAllocator(domain, ctypes.byref(ours))
+"""
 PS13_MEMORY_ATTACKS = {
     "forged_peak": PS13_WHOLE_FLIGHT
     + """
@@ -797,43 +828,57 @@ os.close(_tell)
     # whole flight there without a page of its own (2.4 MB read where 9.4 MB is the flight, 6/6; in
     # Jupyter tracemalloc still counts every object). The part's shared memory now counts.
     "shared_shelf": PS13_WHOLE_FLIGHT
+    + PS13_SHELF_ALLOCATOR
     + """
-import ctypes, mmap, os, platform
-
 _SHELF = mmap.mmap(-1, 256 * 1024**2)
 for _at in range(0, len(_SHELF), mmap.PAGESIZE):
     _SHELF[_at] = 0
-# x86-64 code: malloc, calloc (zeroed), realloc (a pointer not on the shelf: the old allocator's) and
-# free (nothing) over ctx = [next, end, start, old ctx, old realloc], a 16-byte header per block
-_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
-                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-_CODE.write(bytes.fromhex(
-    "488d761f4883e6f0488b07488d1430483b5708770b4889174889304883c010c331c0c34889f0480fafc24989c04889c6e8cb"
-    "ffffff4885c074104989c14889c74c89c131c0f3aa4c89c8c34885f675054889d6ebab483b7710723a483b770873344989f0"
-    "4c8b4ef04983e9104989d24889d6e889ffffff4885c074184c89d14c39c9490f47c94989c34889c74c89c6f3a44c89d8c348"
-    "8b4720488b7f18ffe0c3"))
-_code = ctypes.addressof(ctypes.c_char.from_buffer(_CODE))
-_start = ctypes.addressof(ctypes.c_char.from_buffer(_SHELF))
-_RUNNER = os.getpid()
-
-
-class _Allocator(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_void_p) for name in ("ctx", "malloc", "calloc", "realloc", "free")]
-
-
-def _onto_the_shelf():
-    old = _Allocator()
-    ctypes.pythonapi.PyMem_GetAllocator(2, ctypes.byref(old))
-    bump = (ctypes.c_uint64 * 5)(_start, _start + len(_SHELF), _start, old.ctx or 0, old.realloc)
-    ours = _Allocator(ctypes.addressof(bump), _code, _code + 0x23, _code + 0x4B, _code + 0x9F)
-    _onto_the_shelf.kept = bump, ours
-    for domain in (1, 2):  # PyMem_Malloc and PyObject_Malloc
-        ctypes.pythonapi.PyMem_SetAllocator(domain, ctypes.byref(ours))
 
 
 def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
     if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
-        _onto_the_shelf()
+        _onto_the_shelf(_SHELF)
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # (red7) the same shelf, left untouched at cell time (no shared memory to read) and emptied again
+    # at each "settle" (MADV_REMOVE), its pages written at "standby" by a helper that stays in the
+    # part's groups, after the judge had read the part's shared memory and before it froze the part:
+    # the copy wrote the whole flight there (2.4 and 2.5 MB read where 9.5 MB is the flight, 6/6; in
+    # Jupyter tracemalloc counts every object). The part's shared memory is read once it is frozen.
+    "late_shelf": PS13_WHOLE_FLIGHT
+    + PS13_SHELF_ALLOCATOR
+    + """
+import gc, select
+
+_SHELF = mmap.mmap(-1, 64 * 1024**2)
+_go, _going = os.pipe()
+_done, _tell = os.pipe()
+if os.fork() == 0:  # the helper
+    while os.read(_go, 1):
+        for _at in range(0, len(_SHELF), mmap.PAGESIZE):
+            _SHELF[_at] = 0
+        os.write(_tell, b"!")
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_serve = _runner.JUDGE.serve
+
+
+def _serving(message):
+    if message.get("op") == "settle":  # before the judge reads the part's shared memory: none
+        _SHELF.madvise(mmap.MADV_REMOVE)
+    if message.get("op") == "standby":  # read by now: the helper writes the shelf's pages
+        os.write(_going, b"!")
+        if not select.select([_done], [], [], 5)[0]:
+            raise RuntimeError("the helper did not answer")
+        os.read(_done, 1)
+    return _serve(message)
+
+
+_runner.JUDGE.serve = _serving
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
+        _onto_the_shelf(_SHELF)
     return _whole_flight(v, theta, k, dt, every)
 """,
     # (red6) the runner's copy-making replaced (found with gc): the call ran in the runner
