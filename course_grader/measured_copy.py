@@ -127,6 +127,16 @@ class Copy:
                 freeze(part, True)
             except TimeoutError:
                 raise MeterError("the part's processes could not be frozen: the memory cannot be measured") from None
+        # Nothing but the copy may be left unfrozen: a process made while the runner was in the
+        # fresh groups that shares the runner's memory (clone with CLONE_VM, and CLONE_PARENT so
+        # that it is no child of the runner's) would make the call in the runner's pages, which
+        # the kernel charges to the runner's group, not to the fresh one.
+        others = {pid for made in self.fresh for pid in procs(made)} - {copy}
+        if others:
+            raise MeterError(
+                f"{len(others)} other process(es) of yours stand beside the copy the grader measures: "
+                "do not change how the grader's runner answers"
+            )
         # Read now, not before: until they stopped, the part's processes could still write pages
         # of a shared mapping, which the copy then uses without a page of its own.
         self.shared = _shared(self.memory)

@@ -881,6 +881,63 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         _onto_the_shelf(_SHELF)
     return _whole_flight(v, theta, k, dt, every)
 """,
+    # (red7) a process that shares the runner's memory (clone with CLONE_VM, in x86-64 code) made at
+    # "standby", while the judge has the runner in the fresh groups: never frozen (the fresh
+    # freezer), and not the runner's child (CLONE_PARENT), it answered the call in the runner's own
+    # memory, whose pages the kernel charges to the runner's group, not to the fresh one (2.1-2.4 MB
+    # read where 7.9-20.8 MB is the flight, 6/6). Nothing but the copy may now be in the fresh groups.
+    "memory_sharing_clone": PS13_WHOLE_FLIGHT
+    + """
+import ctypes, gc, mmap, os, platform, time
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_J = _runner.JUDGE
+# burst(stacks, stack size, n, pause in ns, board, entry): n clones (CLONE_VM | CLONE_PARENT), each on a
+# stack of its own, waiting until board[i] is 1 (then it calls entry and sets 3) or 2; their pids at
+# board + 512; then 50 ms of sleep (the runner frozen here, the GIL let go)
+_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+_CODE.write(bytes.fromhex(
+    "535541544155415641574883ec184889fb4889f54989d44d89c54d89ce48c704240000000048894c24084d31ff4d39e77343"
+    "498d4701480fafc5488d34034f8d44fd004d89f1bf1181000031d24d31d2b8380000000f054885c074454b8984fd00020000"
+    "49ffc74889e731f6b8230000000f05ebb848c704240000000048c744240880f0fa024889e731f6b8230000000f054883c418"
+    "415f415e415d415c5d5bc34d89c44d89cd498b04244883f801740f4883f8027414b8180000000f05ebe741ffd549c7042403"
+    "000000b83c00000031ff0f05"))
+_burst = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 6)(ctypes.addressof(ctypes.c_char.from_buffer(_CODE)))
+_STACK = mmap.mmap(-1, 2 * 1024**2, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+_BOARD = mmap.mmap(-1, mmap.PAGESIZE)  # shared with the copy
+
+
+def _call():  # in the clone: the runner's memory, the runner frozen
+    _J.answer(_J.receive())
+
+
+_ENTRY = ctypes.CFUNCTYPE(None)(_call)
+
+
+def _stand_by(message):
+    _BOARD[:] = bytes(len(_BOARD))
+    _burst(ctypes.addressof(ctypes.c_char.from_buffer(_STACK)), len(_STACK), 1, 0,
+           ctypes.addressof(ctypes.c_char.from_buffer(_BOARD)), ctypes.cast(_ENTRY, ctypes.c_void_p).value)
+    child = os.fork()
+    if child == 0:  # the copy the judge checks: it answers "standby", then hands the call to the clone
+        _J.send({"re": message.get("id"), "value": None})
+        time.sleep(0.01)  # the part is frozen by now
+        _BOARD[0] = 1
+        while _BOARD[0] != 3:
+            time.sleep(0.001)
+        os._exit(0)
+    os.waitpid(child, 0)
+    return _runner.ANSWERED
+
+
+if platform.machine() == "x86_64":
+    _runner.stand_by = _stand_by
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
     # (red6) the runner's copy-making replaced (found with gc): the call ran in the runner
     # itself, which reuses the pages of a pool of objects it freed at cell time without a new page
     # charged (0.8 and 3.2 MB read, 6/6). Everything in the runner is the student's to replace:
@@ -1031,6 +1088,8 @@ def test_ps13_memory_is_measured_outside_the_students_process(attack):
         and "helper" in attack
         or "where the grader measures one copy" in message
         and attack == "call_in_the_runner"
+        or "stand beside the copy" in message
+        and attack == "memory_sharing_clone"
     ), message
 
 
