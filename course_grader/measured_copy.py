@@ -12,7 +12,9 @@ aside before the call, or freed and kept by Python's allocator, lends the call n
 Shared memory is the exception: pages of a shared mapping or of a file in memory that the part
 wrote before the call, the copy writes to without a page of its own (Python's objects can live
 there, with an allocator of the student's), so the part's shared memory, as it is once the
-part is frozen, is added to the reading whole.
+part is frozen, is added to the reading whole; and so is what the frozen part gains while the
+copy runs (pages of the runner the copy writes to with process_vm_writev are the runner's).
+Nothing but the copy may be left unfrozen: no process that shares the runner's memory.
 
 What a call is compared with, the judge measures in a forked copy of itself
 (:meth:`CopyMeter.alone`), over code of its own: no process of the student's has a part in it.
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from course_grader.control_groups import ControlGroups, freeze, procs, wait_for
-from course_grader.meter import MeterError, memory_group, peak_of
+from course_grader.meter import MemoryMeter, MeterError, memory_group, peak_of
 
 if TYPE_CHECKING:
     from course_grader.sandbox import Limits
@@ -105,6 +107,8 @@ class Copy:
         self.runner, self.groups, self.fresh, self.before, self.memory = runner, groups, fresh, before, memory
         self.frozen: list[Path] = []
         self.shared = 0  # the part's shared memory once it is frozen
+        self.part: MemoryMeter | None = None  # ... and what it holds from then on
+        self.held = 0
 
     def alone(self) -> None:
         """After the runner forked its copy: check that the copy is one new child of the runner
@@ -140,10 +144,16 @@ class Copy:
         # Read now, not before: until they stopped, the part's processes could still write pages
         # of a shared mapping, which the copy then uses without a page of its own.
         self.shared = _shared(self.memory)
+        # A frozen part holds no new page of its own accord: whatever it gains, the copy put
+        # there (its writes into the runner's memory, process_vm_writev), and counts as the copy's.
+        self.part = MemoryMeter(self.runner, self.groups)
+        self.held = self.part.reset()
 
     def peak(self) -> int:
-        """The most bytes the copy's groups held, and the part's shared memory."""
-        return peak_of(memory_group(self.fresh)) + self.shared
+        """The most bytes the copy's groups held, the part's shared memory, and the most the
+        frozen part gained."""
+        gained = max(0, self.part.peak() - self.held) if self.part is not None else 0
+        return peak_of(memory_group(self.fresh)) + self.shared + gained
 
 
 def _children(pid: int) -> set[int]:

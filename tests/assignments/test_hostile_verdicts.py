@@ -1105,6 +1105,40 @@ def test_ps13_the_flight_compared_with_is_not_one_the_students_process_chooses(f
     assert points == 0 and "MB at once" in message, message
 
 
+# (red7) the measured copy wrote 100 MB into untouched pages of the frozen runner
+# (process_vm_writev) and read them back: charged to the part's group, they were not in the reading
+# (honest checkpointing plus 100 MB passed, 6/6). What the frozen part gains now counts as the copy's.
+PS13_STORED_IN_THE_RUNNER = """
+
+import ctypes, mmap, os
+
+_FAR = mmap.mmap(-1, 128 * 1024**2, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # untouched: nothing charged
+_far = ctypes.addressof(ctypes.c_char.from_buffer(_FAR))
+_RUNNER = os.getpid()
+_theirs = checkpointed_gradient
+
+
+class _Piece(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def checkpointed_gradient(*args):
+    if os.getpid() != _RUNNER:  # the measured copy: 100 MB kept in the frozen runner's pages
+        chunk, libc = ctypes.create_string_buffer(b"x" * 65536), ctypes.CDLL(None, use_errno=True)
+        for k in range(1600):
+            here, there = _Piece(ctypes.addressof(chunk), 65536), _Piece(_far + k * 65536, 65536)
+            if libc.process_vm_writev(_RUNNER, ctypes.byref(here), 1, ctypes.byref(there), 1, 0) != 65536:
+                raise OSError(ctypes.get_errno(), "process_vm_writev")
+    return _theirs(*args)
+"""
+
+
+def test_ps13_memory_the_copy_keeps_in_the_frozen_runner_counts():
+    honest = load_honest(PS13)["checkpointed_gradient"] + PS13_STORED_IN_THE_RUNNER
+    points, message = grade_ps13_part({"checkpointed_gradient": honest}, "test_checkpointed_gradient")
+    assert points == 0 and "MB at once" in message, message
+
+
 @pytest.mark.parametrize("idiom", sorted(PS13_MEMORY_HONEST))
 def test_ps13_honest_checkpointing_keeps_its_points(idiom):
     honest = load_honest(PS13)["checkpointed_gradient"] + "\n\n" + PS13_MEMORY_HONEST[idiom]
