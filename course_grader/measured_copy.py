@@ -108,7 +108,7 @@ class Copy:
         self.frozen: list[Path] = []
         self.shared = 0  # the part's shared memory once it is frozen
         self.part: MemoryMeter | None = None  # ... and what it holds from then on
-        self.held = 0
+        self.held = self.owned = 0
 
     def alone(self) -> None:
         """After the runner forked its copy: check that the copy is one new child of the runner
@@ -145,14 +145,18 @@ class Copy:
         # of a shared mapping, which the copy then uses without a page of its own.
         self.shared = _shared(self.memory)
         # A frozen part holds no new page of its own accord: whatever it gains, the copy put
-        # there (its writes into the runner's memory, process_vm_writev), and counts as the copy's.
+        # there (its writes into the runner's memory, process_vm_writev), and counts as the copy's:
+        # the most it held beyond what it held now, and what it owns beyond what it owned now
+        # (the copy may first drop pages of the part's in the page cache to make room).
         self.part = MemoryMeter(self.runner, self.groups)
-        self.held = self.part.reset()
+        self.held, self.owned = self.part.reset(), _owned(self.memory)
 
     def peak(self) -> int:
         """The most bytes the copy's groups held, the part's shared memory, and the most the
         frozen part gained."""
-        gained = max(0, self.part.peak() - self.held) if self.part is not None else 0
+        gained = 0
+        if self.part is not None:
+            gained = max(0, self.part.peak() - self.held, _owned(self.memory) - self.owned)
         return peak_of(memory_group(self.fresh)) + self.shared + gained
 
 
@@ -178,9 +182,17 @@ def _shared(group: Path) -> int:
     """The bytes of shared memory charged to ``group``: its files in memory (/tmp, /dev/shm) and
     its shared mappings (``mmap.mmap(-1, n)``, shared_memory). A copy writes to those pages
     without a page of its own, so nothing of it shows in its groups: the whole of them counts."""
+    return _stat(group, ("shmem",))
+
+
+def _owned(group: Path) -> int:
+    """The bytes of memory of the processes' own charged to ``group``: anonymous (cgroup v1's
+    ``rss``, v2's ``anon``) and shared; not the page cache, which the kernel may drop."""
+    return _stat(group, ("rss", "anon", "shmem"))
+
+
+def _stat(group: Path, names: tuple[str, ...]) -> int:
     with contextlib.suppress(OSError, ValueError):
-        for line in (group / "memory.stat").read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == "shmem":
-                return int(value)
+        stat = dict(line.split(" ", 1) for line in (group / "memory.stat").read_text().splitlines())
+        return sum(int(stat.get(name, 0)) for name in names)
     return 0
