@@ -9,6 +9,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,13 +42,20 @@ class ControlGroups:
                 except OSError:
                     return None
             return None
-        folders = {name: base / name / "course-grader" for name in ("pids", "memory", "cpu")}
+        # The freezer, where mounted: the judge stops a part's other processes while it measures one call.
+        names = ("pids", "memory", "cpu", "freezer") if (base / "freezer").is_dir() else ("pids", "memory", "cpu")
+        folders = {name: base / name / "course-grader" for name in names}
         try:
             for folder in folders.values():
                 folder.mkdir(exist_ok=True)
         except OSError:
             return None
         return cls(folders, v2=False)
+
+    @property
+    def can_freeze(self) -> bool:
+        """Whether each group set :meth:`make` makes has a freezer."""
+        return self.v2 or "freezer" in self.folders
 
     def make(self, limits: Limits) -> list[Path]:
         """New groups for one sandbox with its limits; the folders to join and remove."""
@@ -74,6 +82,10 @@ class ControlGroups:
                 cpu = self.folders["cpu"] / name  # an equal share of the processors, however many processes
                 cpu.mkdir()
                 made.append(cpu)
+                if "freezer" in self.folders:
+                    freezer = self.folders["freezer"] / name
+                    freezer.mkdir()
+                    made.append(freezer)
         except OSError:
             self.remove(made)
             raise
@@ -83,11 +95,12 @@ class ControlGroups:
     def remove(groups: list[Path]) -> None:
         """Kill whatever is left in the groups, then remove them."""
         for group in groups:
+            try:
+                freeze(group, False)  # a frozen process dies only once thawed
+            except TimeoutError:
+                pass
             for _ in range(50):
-                try:
-                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-                except OSError:
-                    break
+                pids = procs(group)
                 if not pids:
                     break
                 for pid in pids:
@@ -100,3 +113,48 @@ class ControlGroups:
                 group.rmdir()
             except OSError:
                 pass
+
+
+def freeze(group: Path, frozen: bool, seconds: float = 2.0) -> bool:
+    """Stop (or let go on) every process of ``group``, where it is a freezer (cgroup v1's, or
+    v2's group); whether it is one. A stopped process neither runs nor lets a signal of another
+    wake it; it keeps its memory, its children and its threads (a pool's workers stay, none is
+    started in their place). :class:`TimeoutError` when the processes did not stop in time."""
+    if (group / "freezer.state").exists():
+        state, wanted, written = group / "freezer.state", "FROZEN" if frozen else "THAWED", None
+    elif (group / "cgroup.freeze").exists():
+        state, wanted, written = group / "cgroup.events", f"frozen {int(frozen)}", group / "cgroup.freeze"
+    else:
+        return False
+    try:
+        (written or state).write_text(wanted if written is None else str(int(frozen)))
+    except OSError:
+        return False  # the group is gone
+    deadline = time.monotonic() + seconds
+    while wanted not in _read(state):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the processes of {group} did not {'stop' if frozen else 'go on'}")
+        time.sleep(0.001)
+    return True
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def procs(group: Path) -> list[int]:
+    """The processes in ``group``."""
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def wait_for(done: Callable[[], bool], seconds: float = 2.0) -> None:
+    """Until ``done()`` (a group empty), or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.002)

@@ -22,6 +22,7 @@ summary lists what needs a human. Security model: README, "Security model".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -30,14 +31,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
-from course_grader.gradebook import record_points, write_grades
+from course_grader.gradebook import PointsRecorder, write_grades
 from course_grader.handin import GradingFailed, PartResult, grade_hand_in
 from course_grader.intake import (
     MAX_NOTEBOOK_BYTES,
@@ -89,6 +90,7 @@ class ClassGrader:
         self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.results: dict[tuple[str, str], list[PartResult]] = {}
         self.memo: Path | None = None  # the verdicts of the grading run under way
+        self.recorder = PointsRecorder(self.db_url)  # the points of the grading run under way
 
     def release_notebook(self, assignment: str):
         import nbformat
@@ -210,7 +212,8 @@ class ClassGrader:
         """Grade every hand-in that needs it, ``jobs`` at a time. The sandboxed runs overlap
         (each worker thread waits on its own sandbox processes); the points, the graded
         notebook and the feedback are written by this thread alone, one hand-in after the
-        other, so the gradebook never sees two writers from one grading run."""
+        other as each is graded (a slow one holds up no other's), so the gradebook never
+        sees two writers from one grading run."""
         todo = [
             o
             for o in outcomes
@@ -225,9 +228,12 @@ class ClassGrader:
         with (
             tempfile.TemporaryDirectory(prefix="course-grader-verdicts-") as memo,
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
+            contextlib.closing(PointsRecorder(self.db_url)) as self.recorder,
         ):
             self.memo = Path(memo)
-            for k, (out, hand_in, results) in enumerate(pool.map(self._run_hand_in, todo), 1):
+            runs = [pool.submit(self._run_hand_in, out) for out in todo]
+            for k, run in enumerate(as_completed(runs), 1):
+                out, hand_in, results = run.result()
                 if bar is not None:
                     bar.update(1)
                 else:
@@ -309,7 +315,7 @@ class ClassGrader:
         return self.course / "feedback" / out.student / out.assignment / f"{out.assignment}.html"
 
     def _record(self, out: Outcome, results: list[PartResult]) -> None:
-        record_points(self.db_url, out.student, out.assignment, {r.grade_id: r.points for r in results})
+        self.recorder.record(out.student, out.assignment, {r.grade_id: r.points for r in results})
 
     def _write_feedback(self, out: Outcome, hand_in, results: list[PartResult]) -> None:
         """The HTML feedback, and the hand-in with each test cell's result as its output."""

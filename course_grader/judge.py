@@ -15,10 +15,11 @@ stay here and are called back; the student's code may call them and read their r
 read public attributes of the objects the test passed (a graph to sort), but never change
 them.
 
-What a test measures of the student's code the judge measures itself: the memory of the
-student's process from outside the sandbox (:func:`peak_memory`), the calls its code makes
-by serving them (:func:`calls_to`), never a counter the student's process keeps. What a test
-hands the student's code to work with it may swap (:func:`rebound`: a loss of its choosing).
+What a test measures of the student's code the judge measures itself
+(:mod:`course_grader.test_tools`): the memory of a call from outside the sandbox
+(``peak_memory``), the calls its code makes by serving them (``calls_to``), never a counter
+the student's process keeps. What a test hands the student's code to work with it may swap
+(``rebound``: a loss of its choosing).
 
 A part that an earlier part's mistake would spoil (``# grader: reference <grade ids>`` in
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
@@ -50,6 +51,7 @@ from typing import Any
 
 from course_grader import stand_ins
 from course_grader.handin import JudgeJob, PartJob
+from course_grader.measured_copy import CopyMeter
 from course_grader.meter import MemoryMeter, MeterError
 from course_grader.part_runs import SandboxBroken, WarmSandbox, imported_modules
 from course_grader.protocol import (
@@ -66,6 +68,14 @@ from course_grader.protocol import (
 from course_grader.rules import Rules
 from course_grader.sandbox import Limits, Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
+from course_grader.test_tools import (
+    calls_to,
+    measure_part,
+    peak_memory,
+    rebound,
+    run_trusted,
+    student_side,
+)
 from course_grader.their_methods import lend_their_methods
 from course_grader.verdict_memo import VerdictMemo
 
@@ -76,7 +86,6 @@ REFERENCE_MESSAGE = (
 )
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
-METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
 
 
 class CellTimeout(BaseException):
@@ -115,12 +124,6 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
-def run_trusted(source: str, filename: str, namespace: dict, out: io.StringIO) -> None:
-    code = compile(source, filename, "exec", dont_inherit=True)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        exec(code, namespace)
-
-
 def raised_in_test(error: BaseException) -> bool:
     """True when the exception came from the test's own code (an assert), not from the student's."""
     frames = traceback.extract_tb(error.__traceback__)
@@ -129,7 +132,6 @@ def raised_in_test(error: BaseException) -> bool:
 
 def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: float) -> Verdict:
     """Fork the student's process for one part, wait for its cells, run the test here."""
-    global METER
     verdict = Verdict()
     sandbox = warm.sandbox
     try:
@@ -137,7 +139,9 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
     except SandboxBroken as error:  # nothing of the student's ran: the sandbox itself fails
         verdict.machinery = f"the sandbox ended before the student's code ran ({error})"
         return verdict
-    METER = MemoryMeter(run.pid, run.groups)
+    making = sandbox.groups
+    copies = CopyMeter(run.pid, run.groups, making, sandbox.limits) if making and making.can_freeze else None
+    measure_part(MemoryMeter(run.pid, run.groups), copies, [cell["source"] for cell in part["setup"]])
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     cells: list[Cell] = part["cells"]
     running = None
@@ -333,71 +337,6 @@ def _where_the_objects_are(name: str, function: Any) -> Any:
 
 def _notebook_class(value: Any) -> bool:
     return isinstance(value, type) and value.__module__ == "__main__"
-
-
-def student_side(function: Any, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)`` where the student's code runs: the set-up cells' function
-    (or class) of that name, in the student's process. In a notebook the set-up cell defines
-    this as a plain call; the judge uses it for objects the student's code must own (a model
-    it trains) or build fast (a graph 100,000 nodes deep)."""
-    return _on_their_side(function)(*args, **kwargs)
-
-
-def peak_memory(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, int]:
-    """``function(*args, **kwargs)`` where the student's code runs (a function of theirs, or the
-    set-up cells' function of that name), and the most memory the student's process held during
-    the call beyond what it held as the call began, in bytes: its resident set's high-water
-    mark, which the judge resets and reads from outside the sandbox (:mod:`course_grader.meter`).
-    The notebook's own ``peak_memory`` (Python's tracemalloc) stands in for it in Jupyter."""
-    target = function if type(function) is Remote else _on_their_side(function)
-    stand_ins.CHANNEL.request("settle")
-    baseline = METER.reset()
-    result = target(*args, **kwargs)
-    return result, max(0, METER.peak() - baseline)
-
-
-@contextlib.contextmanager
-def calls_to(name: str):
-    """While it lasts, the student's code calling the notebook's function ``name`` calls the
-    judge, which records the call's arguments in the list it gives and runs the set-up cells'
-    ``name`` on them where the student's code runs: the judge counts the calls itself (ps11's
-    backward sweeps). The notebook's own ``calls_to`` rebinds the name in Jupyter."""
-    calls: list[tuple] = []
-    original = _on_their_side(name)
-
-    def recorded(*args: Any) -> Any:
-        calls.append(args)
-        return original(*args)
-
-    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded))
-    try:
-        yield calls
-    finally:
-        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
-
-
-@contextlib.contextmanager
-def rebound(namespace: dict[str, Any], name: str, to: str):
-    """While it lasts, the notebook's function ``name`` is the set-up cells' function ``to`` for
-    the student's code (its global, rebound where it runs) and for a reference running here, in
-    the test's ``namespace`` (ps08 trains once on a loss the test chooses). The notebook's own
-    ``rebound`` rebinds the name in Jupyter."""
-    there, here = _on_their_side(to), namespace[name]
-    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to})
-    namespace[name] = there
-    try:
-        yield
-    finally:
-        namespace[name] = here
-        stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": name})
-
-
-def _on_their_side(function: Any) -> Any:
-    """The set-up cells' function (given, or named) as the student's process has it."""
-    name = function if isinstance(function, str) else getattr(function, "__name__", None)
-    if not isinstance(name, str):
-        raise TypeError("expected a function of the notebook's set-up cells or of the student's")
-    return stand_ins.CHANNEL.request("setup", name=name)
 
 
 _MISSING = object()

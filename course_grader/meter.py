@@ -21,6 +21,8 @@ The kernel counts pages, not objects: memory the process freed earlier but kept 
 allocator keeps partly used arenas) is used again without raising the mark, so a call
 measured after a larger one may read lower than it needs; it never reads higher than the
 memory it made the process hold, give or take a few pages of the grader's own messages.
+Where the grader has a freezer too, a test's call is measured in a copy of the runner made for
+it instead (:mod:`course_grader.measured_copy`), which no memory held before lends anything.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class MemoryMeter:
     def __init__(self, pid: int, groups: list[Path] = []):  # noqa: B006 - never changed
         self.pid = pid
         self.started = start_time(pid)  # the runner's start time: a later process never matches
-        self.group = next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
+        self.group = memory_group(groups)
         self.marks: IO[str] | None = None  # v2: the open memory.peak that was reset
 
     def reset(self) -> int:
@@ -99,6 +101,21 @@ class MemoryMeter:
         except (OSError, ValueError, IndexError):
             pass
         raise MeterError(f"cannot read {field} of the student's process")
+
+
+def memory_group(groups: list[Path]) -> Path | None:
+    """The group among ``groups`` that has a memory controller."""
+    return next((g for g in groups if (g / V1_PEAK).exists() or (g / V2_PEAK).exists()), None)
+
+
+def peak_of(group: Path | None) -> int:
+    """The most bytes ``group`` held since it was made."""
+    for name in (V1_PEAK, V2_PEAK):
+        try:
+            return int((group / name).read_text())  # type: ignore[operator]
+        except (OSError, ValueError, TypeError):
+            continue
+    raise MeterError("cannot read the memory of the measured copy")
 
 
 def descendants(root: int) -> list[int]:

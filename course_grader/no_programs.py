@@ -71,8 +71,11 @@ class Machine(NamedTuple):
 # F_SET_RW_HINT, F_SET_FILE_RW_HINT), a number kept on the inode: the host's /dev/null's, for
 # any process to read. Nor may it open netlink or packet sockets, whose buffers hold memory that
 # no control group counts, or inotify instances, counted against the grader's user on the host
-# (128 of them and the grader's own inotify_init fails). No honest answer needs any of them;
-# multiprocessing's locks are files in /dev/shm, which are put back.
+# (128 of them and the grader's own inotify_init fails). Nor may one process of a part read,
+# write or advise another's memory (process_vm_readv, process_vm_writev; process_madvise: 440
+# everywhere): a measured copy wrote 100 MB into the frozen runner that way, charged to the
+# runner (course_grader.measured_copy). No honest answer needs any of them; multiprocessing's
+# locks are files in /dev/shm, which are put back.
 # In a part's runner, changing a file's mode or setting its times (chmod, fchmod, fchmodat,
 # fchmodat2: 452 everywhere; utime, utimes, futimesat, and utimensat given times) succeeds and
 # does nothing: only a file's owner may, and where the grader runs as root the sandbox's user is
@@ -81,7 +84,7 @@ class Machine(NamedTuple):
 # still work (the copy keeps its own mode and times). utimensat without times (a file's times
 # set to now, as Path.touch does first) runs: it needs write access only and writes no number
 # of the caller's choosing. The warm runner keeps all of them, to put its own folders back.
-SETXATTRAT, FCHMODAT2, IO_URING = 463, 452, (425, 426, 427)
+SETXATTRAT, FCHMODAT2, IO_URING, PROCESS_MADVISE = 463, 452, (425, 426, 427), 440
 WRITE_HINTS = (1024 + 12, 1024 + 14)  # F_SET_RW_HINT, F_SET_FILE_RW_HINT (F_LINUX_SPECIFIC_BASE + n)
 KERNEL_SOCKETS = (16, 17)  # AF_NETLINK, AF_PACKET: their buffers' memory no control group counts
 MACHINES = {
@@ -89,7 +92,8 @@ MACHINES = {
         audit_arch=0xC000003E,
         seccomp=317,
         execs=(59, 322),
-        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT, *IO_URING, 251, 253, 294),
+        channels=(240, 241, 242, 243, 244, 245, 248, 249, 250, 188, 189, 190, SETXATTRAT, *IO_URING, 251, 253, 294)
+        + (310, 311, PROCESS_MADVISE),
         owner_calls=(90, 91, 268, FCHMODAT2, 132, 235, 261),
         utimensat=280,
         fcntl=72,
@@ -100,7 +104,8 @@ MACHINES = {
         audit_arch=0xC00000B7,
         seccomp=277,
         execs=(221, 281),
-        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT, *IO_URING, 30, 26),
+        channels=(180, 181, 182, 183, 184, 185, 217, 218, 219, 5, 6, 7, SETXATTRAT, *IO_URING, 30, 26)
+        + (270, 271, PROCESS_MADVISE),
         owner_calls=(52, 53, FCHMODAT2),
         utimensat=88,
         fcntl=25,

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import base64
 import builtins
+import collections
+import copy
+import functools
 import json
 import operator
 import os
@@ -36,10 +39,12 @@ import numpy as np
 
 # Operations the judge asks of the runner's objects (and the runner of the judge's, where
 # allowed): setup (what the set-up cells bound to a name), setglobal (bind a notebook name: the
-# judge's reference solutions), getattr (the runner's, of the judge's objects), attribute (the
-# judge's getattr: says "a method" instead of sending a bound method), callmethod, setattr, call,
-# getitem, setitem, len, iter, contains, binop, unary, convert, isinstance, methods (a class's
-# functions); settle (free the garbage and the allocator's memory before a measured call).
+# judge's reference solutions; with save, for a while), restoreglobal (what that replaced),
+# getattr (the runner's, of the judge's objects), attribute (the judge's getattr: says "a
+# method" instead of sending a bound method), callmethod, setattr, call, getitem, setitem, len,
+# iter, contains, binop, unary, convert, isinstance, methods (a class's functions); settle (free
+# the garbage and the allocator's memory before a measured call); standby (a forked copy of
+# the student's process answers it and the next request, the measured call, and ends).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
@@ -235,6 +240,9 @@ class Codec:
                 "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
             }
         if self.own_tag == "$h" and (plain := self.plain_container(value)) is not None:
+            if isinstance(value, dict) and (default := _default_of(value)) is not None:
+                # a Counter or defaultdict: a test reading a key it lacks gets what it would get
+                return {"$dd": [self.encode(default[0], depth + 1), self.encode(plain, depth + 1)]}
             return self.encode(plain, depth)
         return self.by_handle(value)
 
@@ -249,6 +257,8 @@ class Codec:
         ):
             return None
         base = next((b for b in (dict, list, tuple, set, frozenset) if issubclass(kind, b)), None)
+        if base is dict:  # read as a test reads it: through the class's own __getitem__
+            return {key: value[key] for key in value}
         return base(value) if base is not None else None
 
     def by_handle(self, value: Any) -> dict:
@@ -277,6 +287,11 @@ class Codec:
             return tuple(self.decode(v, depth + 1) for v in _list(body))
         if tag == "$s":
             return {self.decode(v, depth + 1) for v in _list(body)}
+        if tag == "$dd":  # a dict whose missing keys read as a value (a Counter's 0): a defaultdict here
+            default, items = (self.decode(v, depth + 1) for v in _list(body))
+            if type(items) is not dict:
+                raise ProtocolError("a dict with a default and no dict")
+            return collections.defaultdict(functools.partial(copy.deepcopy, default), items)
         if tag == "$d":
             pairs = [_list(p) for p in _list(body)]
             if any(len(p) != 2 for p in pairs):
@@ -321,6 +336,27 @@ class Codec:
                 raise ProtocolError("a malformed handle")
             return self.proxy(number, cls, like)
         raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def _default_of(mapping: dict) -> tuple[Any] | None:
+    """What reading a missing key of ``mapping`` gives, as (value,), where that is the same
+    every time and plain: a Counter's 0, a defaultdict's ``default_factory()``."""
+    if isinstance(mapping, collections.Counter):
+        return (0,)
+    factory = getattr(mapping, "default_factory", None) if isinstance(mapping, collections.defaultdict) else None
+    if factory is None:
+        return None
+    default = factory()
+    return (default,) if _plain(default) else None
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if value is None or kind in (bool, int, float, complex, str):
+        return True
+    if kind in (list, tuple, set, frozenset):
+        return all(_plain(v) for v in value)
+    return kind is dict and all(_plain(k) and _plain(v) for k, v in value.items())
 
 
 def described(value: Any, notebook_classes: set[str]) -> list[str]:
@@ -450,6 +486,8 @@ class Endpoint:
             self.codec.forget(message["free"])
         try:
             result = self.serve(message)
+            if result is ANSWERED:
+                return
             changed = []
             if isinstance(result, InPlace):
                 result, changed = result.value, result.changed
@@ -479,6 +517,9 @@ class Endpoint:
                 raise
             return
         self.write(data)
+
+
+ANSWERED = object()  # a request answered by another process (a forked copy): no reply from here
 
 
 class InPlace:

@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
 from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
+    ANSWERED,
     BINARY,
     CELL_END,
     CELL_START,
@@ -180,6 +181,8 @@ NOTEBOOK = types.ModuleType("__main__")
 NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
 NAMESPACE["__builtins__"] = builtins
 RUNNER_MODULE = sys.modules[__name__]  # this file's module, alive while it stands aside
+REBOUND: dict[str, list] = {}  # notebook names a test rebinds for a while: what each was before
+_ABSENT = object()
 SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
 SET_RECURSION_LIMIT = sys.setrecursionlimit
 
@@ -241,13 +244,27 @@ def serve(message: dict) -> Any:
     SET_RECURSION_LIMIT(1000)  # the interpreter's own, whatever answer code did to sys
     if op == "setup":
         return JUDGE.codec.setup_function(str(message.get("name")))
-    if op == "setglobal":
-        NAMESPACE[str(message.get("name"))] = decode(message.get("value"))
+    if op == "setglobal":  # with "save", what it replaces comes back at "restoreglobal"
+        name = str(message.get("name"))
+        if message.get("save") is True:
+            REBOUND.setdefault(name, []).append(NAMESPACE.get(name, _ABSENT))
+        NAMESPACE[name] = decode(message.get("value"))
+        return None
+    if op == "restoreglobal":  # the student's own binding, as a test's rebinding found it
+        saved = REBOUND.get(str(message.get("name")))
+        if saved:
+            previous = saved.pop()
+            if previous is _ABSENT:
+                NAMESPACE.pop(str(message.get("name")), None)
+            else:
+                NAMESPACE[str(message.get("name"))] = previous
         return None
     if op == "settle":  # before the judge measures a call's memory: what is garbage goes back
         gc.collect()
         _release_free_memory()
         return None
+    if op == "standby":
+        return stand_by(message)
     target = decode(message.get("target"))
     if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
         value = getattr(target, str(message.get("name")))
@@ -295,6 +312,39 @@ def serve(message: dict) -> Any:
     if op == "methods":
         return class_methods(target)
     raise ValueError(f"unknown request {op!r}")
+
+
+COPY_HANDLES = 1 << 40
+
+
+def stand_by(message: dict) -> Any:
+    """A forked copy of this process answers this request, then the next one (the call the
+    judge measures, ps13's memory), and ends; this process waits for it.
+
+    The judge has this process in fresh control groups as it forks, so the copy is born there;
+    then it moves this process back and freezes it with the rest of the part, so that nothing
+    but the copy can make the call. The copy pays for every page it makes, and for every page
+    of this process it writes to (copied for it): a reserve set aside in advance, or memory
+    freed and kept by Python's allocator, lends the call nothing. This process answers only
+    for a copy that ended before it answered."""
+    told, tell = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(told)
+        gc.freeze()  # the collector leaves the objects of before alone: no page copied for it
+        JUDGE.codec.counter += COPY_HANDLES  # handles the judge may see of the copy's objects: never reused here
+        JUDGE.send({"re": message.get("id"), "value": None})
+        os.write(tell, b"!")
+        JUDGE.answer(JUDGE.receive())
+        os._exit(0)
+    os.close(tell)
+    status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    answered = os.read(told, 1) == b"!"
+    os.close(told)
+    if answered:
+        return ANSWERED
+    how = f"killed by signal {-status}" if status < 0 else f"exit code {status}"
+    raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
 
 
 METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them

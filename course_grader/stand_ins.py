@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 from course_grader.protocol import (
@@ -221,7 +222,10 @@ class TheirMethod:
         return self if obj is None or self.kind == "static" else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return CHANNEL.request("call", target=send(self.function), args=send(list(args)), kwargs=send(kwargs))
+        arrays, (args_data, kwargs_data) = written_back(args, kwargs, send)
+        return CHANNEL.request(
+            "call", target=send(self.function), args=args_data, kwargs=kwargs_data, write_back=arrays
+        )
 
 
 def _operates_there(remote: Remote) -> bool:
@@ -349,10 +353,16 @@ def granted_arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[Any, Any]]
     """A call's arguments, encoded (granted), and the writeable arrays among them: what the
     student's code writes into its copies of those is written back into them, so a test that
     checks its inputs were left alone sees what a call in Jupyter would have left."""
+    return written_back(args, kwargs, grant)
+
+
+def written_back(args: tuple, kwargs: dict, encode: Callable[[Any], Any]) -> tuple[list, tuple[Any, Any]]:
+    """A call's arguments, encoded with ``encode``, and the writeable arrays among them (what
+    the student's code writes into its copies of them is written back)."""
     codec = CHANNEL.codec
     codec.arrays = []
     try:
-        data = grant(list(args)), grant(kwargs)
+        data = encode(list(args)), encode(kwargs)
         return codec.arrays, data
     finally:
         codec.arrays = None

@@ -12,7 +12,8 @@ process) grades a small class of crafted submissions in one run:
 - ``honest``: every answer cell rewritten correctly in other idioms than the solution's
   (``HONEST`` in the same file): ids or the objects as dict keys, ``is`` and ``isinstance``
   tests, recursion, loops for NumPy, helper classes, other containers;
-- ``loop``: the solution whose first answer cell starts with an endless loop.
+- ``loop``: the solution whose first answer cell starts with an endless loop (graded beside the
+  others, in a copy of the course, with a shorter time-out).
 
 Scores are read back from nbgrader's gradebook, where the grader records them.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import threading
 from pathlib import Path
 
 import nbformat
@@ -32,6 +34,8 @@ from course_grader.grading import ClassGrader
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
 # Short enough to keep the suite quick, long enough for every honest cell in the course.
 GRADING_TIMEOUT = 20
+# The endless loop's: its first part waits this long; its other parts are the solution's.
+LOOP_TIMEOUT = 8
 
 
 class GradedCourse:
@@ -52,13 +56,12 @@ class GradedCourse:
         self.honest = load_honest(assignment)
         first_answer, first_cell = next(iter(answer_cells(self.source).items()))
         # A first answer that never finishes. It waits rather than spins: the time-out is on the
-        # wall clock either way, and a spinning loop would burn a core for GRADING_TIMEOUT seconds
+        # wall clock either way, and a spinning loop would burn a core for LOOP_TIMEOUT seconds
         # in every assignment's run (test_grading and the hostile classes grade spinning ones).
         never_ends = "import time\nwhile True:\n    time.sleep(0.1)\n"
         submissions = {
             "solution": fill_in(self.release, self.source, {}),
             "untouched": self.release,
-            "loop": fill_in(self.release, self.source, {first_answer: never_ends + first_cell.source}),
         }
         if self.honest:
             submissions["honest"] = fill_in(self.release, self.source, self.honest)
@@ -69,15 +72,28 @@ class GradedCourse:
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / name)
 
+        # The endless loop is graded in a course of its own, with a shorter time-out, beside the
+        # others: its first part only waits, and the class's time-out is for honest cells.
+        self.loop_root = base / "loop-course"
+        shutil.copytree(self.root, self.loop_root, ignore=shutil.ignore_patterns("submissions"))
+        (self.loop_root / "submissions" / "loop").mkdir(parents=True)
+        loop = fill_in(self.release, self.source, {first_answer: never_ends + first_cell.source})
+        nbformat.write(loop, self.loop_root / "submissions" / "loop" / name)
+        loop_grader = ClassGrader(self.loop_root, timeout=LOOP_TIMEOUT, log=lambda *a: None)
+        looping = threading.Thread(
+            target=loop_grader.grade, args=(loop_grader.collect(self.loop_root / "submissions"),)
+        )
+        looping.start()
         self.grader = ClassGrader(self.root, timeout=GRADING_TIMEOUT, log=lambda *a: None)
-        # Two hand-ins at a time, as `make autograde` runs on two cores: the endless loop's
-        # time-out waits beside the other hand-ins' work.
+        # Two hand-ins at a time, as `make autograde` runs on two cores.
         self.grader.grade(self.grader.collect(self.root / "submissions"), jobs=2)
+        looping.join()
 
     def scores(self, student: str) -> tuple[float, float, dict[str, float]]:
         from nbgrader.api import Gradebook
 
-        with Gradebook(f"sqlite:///{self.root / 'gradebook.db'}") as gb:
+        root = self.loop_root if student == "loop" else self.root
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
             submission = gb.find_submission(self.assignment, student)
             notebook = submission.notebooks[0]
             parts = {grade.name: grade.score for grade in notebook.grades}

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, nbgrader
+from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_honest, nbgrader
 
 from course_grader.grading import ClassGrader
 from course_grader.handin import grade_hand_in
@@ -690,8 +690,8 @@ def test_shadowed_test_helpers_gain_nothing(verdicts, student):
 # ps13 (4): checkpointing (part 3) measured memory with Value.peak, a class attribute of the student's own: a
 # hand-in that records the whole flight and then sets Value.peak = Value.alive scored 3/3. The
 # judge measures the memory of the student's process from outside; part 14 is graded alone.
-PS13_FORGED_PEAK = """
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+PS13_WHOLE_FLIGHT = """
+def _whole_flight(v, theta, k, dt, every):
     V, T, K = Value(v), Value(theta), Value(k)
     h = hoop_height(V, T, K, dt)
     h.backward()
@@ -703,23 +703,486 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
             checkpoints.append(tuple(float(s) for s in state))
         state = heun_step(state, k, dt)
         n += 1
-    gc.collect()
-    Value.peak = Value.alive
     return height, gradient, checkpoints
 """
+# a helper process, forked at cell time, records the flight for whoever asks through its pipes
+PS13_HELPER = """
+import os, pickle
+_ask, _asked = os.pipe()
+_told, _tell = os.pipe()
 
 
-def test_ps13_memory_is_measured_outside_the_students_process():
+def _serve():
+    while True:
+        job = pickle.loads(os.read(_ask, 4096))
+        answer = pickle.dumps(_whole_flight(*job))
+        os.write(_tell, len(answer).to_bytes(8, "little") + answer)
+"""
+PS13_ASKS_THE_HELPER = """
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    os.write(_asked, pickle.dumps((v, theta, k, dt, every)))
+    size = int.from_bytes(os.read(_told, 8), "little")
+    data = b""
+    while len(data) < size:
+        data += os.read(_told, size - len(data))
+    return pickle.loads(data)
+"""
+# Python's allocator moved onto a shelf, a mapping shared with the runner (the shelf attacks below)
+PS13_SHELF_ALLOCATOR = """
+import ctypes, mmap, os, platform
+
+# x86-64 code: malloc, calloc (zeroed), realloc (a pointer not on the shelf: the old allocator's) and
+# free (nothing) over ctx = [next, end, start, old ctx, old realloc], a 16-byte header per block
+_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+_CODE.write(bytes.fromhex(
+    "488d761f4883e6f0488b07488d1430483b5708770b4889174889304883c010c331c0c34889f0480fafc24989c04889c6e8cb"
+    "ffffff4885c074104989c14889c74c89c131c0f3aa4c89c8c34885f675054889d6ebab483b7710723a483b770873344989f0"
+    "4c8b4ef04983e9104989d24889d6e889ffffff4885c074184c89d14c39c9490f47c94989c34889c74c89c6f3a44c89d8c348"
+    "8b4720488b7f18ffe0c3"))
+_code = ctypes.addressof(ctypes.c_char.from_buffer(_CODE))
+_RUNNER = os.getpid()
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in ("ctx", "malloc", "calloc", "realloc", "free")]
+
+
+def _onto_the_shelf(shelf):
+    start = ctypes.addressof(ctypes.c_char.from_buffer(shelf))
+    old = _Allocator()
+    ctypes.pythonapi.PyMem_GetAllocator(2, ctypes.byref(old))
+    bump = (ctypes.c_uint64 * 5)(start, start + len(shelf), start, old.ctx or 0, old.realloc)
+    ours = _Allocator(ctypes.addressof(bump), _code, _code + 0x23, _code + 0x4B, _code + 0x9F)
+    _onto_the_shelf.kept = bump, ours
+    for domain in (1, 2):  # PyMem_Malloc and PyObject_Malloc
+        ctypes.pythonapi.PyMem_SetAllocator(domain, ctypes.byref(ours))
+"""
+PS13_MEMORY_ATTACKS = {
+    "forged_peak": PS13_WHOLE_FLIGHT
+    + """
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    result = _whole_flight(v, theta, k, dt, every)
+    gc.collect()
+    Value.peak = Value.alive
+    return result
+""",
+    # (stop 33's red team, 19/19 where 13/19 is fair) a reserve held at cell time, given back to the
+    # system as the call starts and taken again before it returns: the mark, reset at the call's
+    # start, never passed what was held then
+    "ballast": PS13_WHOLE_FLIGHT
+    + """
+_RESERVE = [b"x" * (80 * 1024**2)]
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    _RESERVE.clear()
+    try:
+        return _whole_flight(v, theta, k, dt, every)
+    finally:
+        _RESERVE.append(b"x" * (80 * 1024**2))
+""",
+    # a pool: Values made at cell time and dropped but for a few, so that Python's allocator keeps
+    # their pages (still counted as the process's) for the flight's Values
+    "pool": PS13_WHOLE_FLIGHT
+    + """
+_pool = [Value(0.0) for _ in range(400_000)]
+_kept = _pool[::50]
+del _pool
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # a helper process, forked at cell time with a pool of its own, records the flight for the call
+    "helper_process": PS13_WHOLE_FLIGHT
+    + PS13_HELPER
+    + """
+if os.fork() == 0:
+    _pool = [Value(0.0) for _ in range(300_000)]
+    del _pool
+    _serve()
+os.close(_ask)
+os.close(_tell)
+
+"""
+    + PS13_ASKS_THE_HELPER,
+    # (red6) the same helper, whose first thread ends (the system call exit) while a second one serves:
+    # the kernel shows the process as a zombie (state Z), which the judge took for gone and left
+    # alive, in the part's groups, to record the flight for the measured copy (1.8 MB read, 6/6)
+    "zombie_helper": PS13_WHOLE_FLIGHT
+    + PS13_HELPER
+    + """
+import ctypes, threading
+if os.fork() == 0:
+    threading.Thread(target=_serve).start()
+    ctypes.CDLL(None).syscall(60, 0)  # exit: this thread ends, the process lives on in the other
+os.close(_ask)
+os.close(_tell)
+
+"""
+    + PS13_ASKS_THE_HELPER,
+    # (red6) Python's allocator moved, in the measured copy only, onto memory shared with the runner
+    # (mmap.mmap(-1, n): MAP_SHARED) whose pages the runner wrote at cell time: the copy wrote the
+    # whole flight there without a page of its own (2.4 MB read where 9.4 MB is the flight, 6/6; in
+    # Jupyter tracemalloc still counts every object). The part's shared memory now counts.
+    "shared_shelf": PS13_WHOLE_FLIGHT
+    + PS13_SHELF_ALLOCATOR
+    + """
+_SHELF = mmap.mmap(-1, 256 * 1024**2)
+for _at in range(0, len(_SHELF), mmap.PAGESIZE):
+    _SHELF[_at] = 0
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
+        _onto_the_shelf(_SHELF)
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # (red7) the same shelf, left untouched at cell time (no shared memory to read) and emptied again
+    # at each "settle" (MADV_REMOVE), its pages written at "standby" by a helper that stays in the
+    # part's groups, after the judge had read the part's shared memory and before it froze the part:
+    # the copy wrote the whole flight there (2.4 and 2.5 MB read where 9.5 MB is the flight, 6/6; in
+    # Jupyter tracemalloc counts every object). The part's shared memory is read once it is frozen.
+    "late_shelf": PS13_WHOLE_FLIGHT
+    + PS13_SHELF_ALLOCATOR
+    + """
+import gc, select
+
+_SHELF = mmap.mmap(-1, 64 * 1024**2)
+_go, _going = os.pipe()
+_done, _tell = os.pipe()
+if os.fork() == 0:  # the helper
+    while os.read(_go, 1):
+        for _at in range(0, len(_SHELF), mmap.PAGESIZE):
+            _SHELF[_at] = 0
+        os.write(_tell, b"!")
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_serve = _runner.JUDGE.serve
+
+
+def _serving(message):
+    if message.get("op") == "settle":  # before the judge reads the part's shared memory: none
+        _SHELF.madvise(mmap.MADV_REMOVE)
+    if message.get("op") == "standby":  # read by now: the helper writes the shelf's pages
+        os.write(_going, b"!")
+        if not select.select([_done], [], [], 5)[0]:
+            raise RuntimeError("the helper did not answer")
+        os.read(_done, 1)
+    return _serve(message)
+
+
+_runner.JUDGE.serve = _serving
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
+        _onto_the_shelf(_SHELF)
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # (red7) a process that shares the runner's memory (clone with CLONE_VM, in x86-64 code) made at
+    # "standby", while the judge has the runner in the fresh groups: never frozen (the fresh
+    # freezer), and not the runner's child (CLONE_PARENT), it answered the call in the runner's own
+    # memory, whose pages the kernel charges to the runner's group, not to the fresh one (2.1-2.4 MB
+    # read where 7.9-20.8 MB is the flight, 6/6). Nothing but the copy may now be in the fresh groups.
+    "memory_sharing_clone": PS13_WHOLE_FLIGHT
+    + """
+import ctypes, gc, mmap, os, platform, time
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_J = _runner.JUDGE
+# burst(stacks, stack size, n, pause in ns, board, entry): n clones (CLONE_VM | CLONE_PARENT), each on a
+# stack of its own, waiting until board[i] is 1 (then it calls entry and sets 3) or 2; their pids at
+# board + 512; then 50 ms of sleep (the runner frozen here, the GIL let go)
+_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+_CODE.write(bytes.fromhex(
+    "535541544155415641574883ec184889fb4889f54989d44d89c54d89ce48c704240000000048894c24084d31ff4d39e77343"
+    "498d4701480fafc5488d34034f8d44fd004d89f1bf1181000031d24d31d2b8380000000f054885c074454b8984fd00020000"
+    "49ffc74889e731f6b8230000000f05ebb848c704240000000048c744240880f0fa024889e731f6b8230000000f054883c418"
+    "415f415e415d415c5d5bc34d89c44d89cd498b04244883f801740f4883f8027414b8180000000f05ebe741ffd549c7042403"
+    "000000b83c00000031ff0f05"))
+_burst = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 6)(ctypes.addressof(ctypes.c_char.from_buffer(_CODE)))
+_STACK = mmap.mmap(-1, 2 * 1024**2, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+_BOARD = mmap.mmap(-1, mmap.PAGESIZE)  # shared with the copy
+
+
+def _call():  # in the clone: the runner's memory, the runner frozen
+    _J.answer(_J.receive())
+
+
+_ENTRY = ctypes.CFUNCTYPE(None)(_call)
+
+
+def _stand_by(message):
+    _BOARD[:] = bytes(len(_BOARD))
+    _burst(ctypes.addressof(ctypes.c_char.from_buffer(_STACK)), len(_STACK), 1, 0,
+           ctypes.addressof(ctypes.c_char.from_buffer(_BOARD)), ctypes.cast(_ENTRY, ctypes.c_void_p).value)
+    child = os.fork()
+    if child == 0:  # the copy the judge checks: it answers "standby", then hands the call to the clone
+        _J.send({"re": message.get("id"), "value": None})
+        time.sleep(0.01)  # the part is frozen by now
+        _BOARD[0] = 1
+        while _BOARD[0] != 3:
+            time.sleep(0.001)
+        os._exit(0)
+    os.waitpid(child, 0)
+    return _runner.ANSWERED
+
+
+if platform.machine() == "x86_64":
+    _runner.stand_by = _stand_by
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    # (red6) the runner's copy-making replaced (found with gc): the call ran in the runner
+    # itself, which reuses the pages of a pool of objects it freed at cell time without a new page
+    # charged (0.8 and 3.2 MB read, 6/6). Everything in the runner is the student's to replace:
+    # now the runner only forks a standby copy, and the judge checks that one new child exists,
+    # then freezes the runner, so that nothing but the copy can make the call.
+    "call_in_the_runner": PS13_WHOLE_FLIGHT
+    + """
+import gc
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner.stand_by = lambda message: None  # no copy: the runner answers, then makes the call itself
+
+
+def _pool():
+    before = {id(o) for o in gc.get_objects()}
+    graph = hoop_height(Value(START_SHOT[0]), Value(START_SHOT[1]), Value(DRAG), 0.0004)
+    made = [o for o in gc.get_objects() if id(o) not in before]
+    for o in made:
+        if isinstance(o, Value):
+            o._parents, o._backward = (), None  # a Value kept keeps no other
+    return made[::20]  # the rest freed: Python's allocator keeps their pages, in use by a few
+
+
+_kept = _pool()
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+}
+# (red team of stop 33, "also in Jupyter") a final_step that allocates whenever checkpointed_gradient is
+# not running: the flight compared with, flown by hoop_height, needed 50 MB more, and any
+# gradient passed. The flight compared with is now recorded without final_step.
+# the whole flight, with a flag set while checkpointed_gradient runs (_LEAN, defined before)
+PS13_LEAN_WHILE_MEASURED = """
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    _LEAN[0] = True
+    try:
+        return _whole_flight(v, theta, k, dt, every)
+    finally:
+        _LEAN[0] = False
+"""
+PS13_INFLATED_FLIGHT = {
+    "checkpointed_gradient": PS13_WHOLE_FLIGHT
+    + """
+_LEAN = [False]
+
+"""
+    + PS13_LEAN_WHILE_MEASURED,
+    "final_step": """
+_WASTE = []
+
+
+def final_step(state, k):
+    if not _LEAN[0]:
+        _WASTE.append(b"x" * (50 * 1024**2))
+    x, y, vx, vy = state
+    ax, ay = acceleration(vx, vy, k)
+    d = HOOP[0] - x
+    tau = 2 * d / (vx + (vx * vx + 2 * ax * d) ** 0.5)
+    return y + tau * vy + 0.5 * tau * tau * ay
+""",
+}
+# (red6) the flight compared with was recorded in the student's process, whose code chose what it
+# needed: a cell that wraps the runner's Endpoint.serve (found with gc) handed the judge a function
+# of its own for the "setup" request of recorded_flight, one that holds 600 MB; or (in Jupyter
+# too) the set-up cells' Value wasted memory but while checkpointed_gradient ran (the n-th Value
+# 1.5 n bytes: 114 and 460-600 MB). The whole flight passed both ways (6/6; read 9.2 and 17 MB).
+# The judge now records it itself, with the set-up cells' code run afresh.
+PS13_FORGED_FLIGHTS = {
+    "answered_set_up": PS13_WHOLE_FLIGHT
+    + """
+import gc
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_serve = _runner.JUDGE.serve
+_KEPT = []
+
+
+def _heavy_flight(v, theta, k, dt=DT):
+    _KEPT.append(b"x" * (600 * 1024**2))
+    return recorded_flight(v, theta, k, dt)
+
+
+def _serving(message):
+    if message.get("op") == "setup" and message.get("name") == "recorded_flight":
+        return _heavy_flight
+    return _serve(message)
+
+
+_runner.JUDGE.serve = _serving
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    return _whole_flight(v, theta, k, dt, every)
+""",
+    "wasteful_value": PS13_WHOLE_FLIGHT
+    + """
+_LEAN = [False]
+_plain_init = Value.__init__
+
+
+def _init(self, data, _parents=(), _op=""):
+    _plain_init(self, data, _parents, _op)
+    if not _LEAN[0]:
+        self._notes = bytearray(3 * Value.alive // 2)
+
+
+Value.__init__ = _init
+
+"""
+    + PS13_LEAN_WHILE_MEASURED,
+}
+# Honest: processes a cell left (a pool of workers, a child never waited for) are frozen during
+# the measured call, which still passes (ended, the pool started new workers in the measured
+# groups: 2-4 MB more); a result of NumPy floats is plain data.
+PS13_MEMORY_HONEST = {
+    "pool_of_workers": "import multiprocessing\n_workers = multiprocessing.Pool(2)\n",
+    "unwaited_child": "import os\nif os.fork() == 0:\n    os._exit(0)\n",
+    "numpy_floats": "_theirs = checkpointed_gradient\n"
+    "checkpointed_gradient = lambda *a: tuple(np.float64(x) if isinstance(x, float) else x for x in _theirs(*a))\n",
+}
+
+
+def grade_ps13_part(answers: dict[str, str], only: str, timeout: float = 30) -> tuple[float, str]:
+    """Points and message of one part of ps13, the solution's answers but ``answers`` (``timeout``:
+    seconds for each cell and each test)."""
     name = f"{PS13}.ipynb"
     source = nbformat.read(ROOT / "solutions" / PS13 / name, as_version=4)
     release = nbformat.read(ROOT / "exercises" / PS13 / name, as_version=4)
     sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS13))
-    hand_in = fill_in(release, source, {"checkpointed_gradient": PS13_FORGED_PEAK})
-    (result,) = grade_hand_in(
-        source, hand_in, ROOT / "exercises" / PS13, sandbox, 30, name, {"test_checkpointed_gradient"}
-    )
-    assert result.points == 0, "a forged Value.peak must not pass the checkpointing test"
-    assert "MB at once" in result.message, result.message
+    hand_in = fill_in(release, source, answers)
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / PS13, sandbox, timeout, name, {only})
+    return result.points, result.message
+
+
+@pytest.mark.parametrize("attack", sorted(PS13_MEMORY_ATTACKS))
+def test_ps13_memory_is_measured_outside_the_students_process(attack):
+    answers = {"checkpointed_gradient": PS13_MEMORY_ATTACKS[attack]}
+    # A helper is stopped while the copy is measured (a pool's workers are not ended, so none is
+    # started in their place): a copy that waits for a helper waits until the test's time is up.
+    points, message = grade_ps13_part(answers, "test_checkpointed_gradient", timeout=6 if "helper" in attack else 30)
+    assert points == 0, f"{attack}: a whole flight recorded must not pass the checkpointing test"
+    assert (
+        "MB at once" in message
+        or "ran longer than" in message
+        and "helper" in attack
+        or "where the grader measures one copy" in message
+        and attack == "call_in_the_runner"
+        or "stand beside the copy" in message
+        and attack == "memory_sharing_clone"
+    ), message
+
+
+def test_ps13_the_flight_compared_with_is_not_the_students_final_step():
+    points, message = grade_ps13_part(PS13_INFLATED_FLIGHT, "test_checkpointed_gradient")
+    assert points == 0 and "MB at once" in message, message
+
+
+@pytest.mark.parametrize("forgery", sorted(PS13_FORGED_FLIGHTS))
+def test_ps13_the_flight_compared_with_is_not_one_the_students_process_chooses(forgery):
+    answers = {"checkpointed_gradient": PS13_FORGED_FLIGHTS[forgery]}
+    points, message = grade_ps13_part(answers, "test_checkpointed_gradient")
+    assert points == 0 and "MB at once" in message, message
+
+
+# (red7) the measured copy wrote 100 MB into untouched pages of the frozen runner
+# (process_vm_writev): charged to the part's group, they were not in the reading (honest
+# checkpointing plus 100 MB passed, 6/6). What the frozen part gains now counts as the copy's: the
+# most it held beyond what it held once frozen, and what it owns beyond that (anonymous and shared
+# memory), since the copy may first drop the part's pages in the page cache (files read again at
+# each "settle": 6/6 against the first measure alone). 30 MB kept here. The filter now refuses
+# process_vm_writev in a part too: either way the part scores nothing.
+PS13_KEPT_IN_THE_RUNNER = """
+
+import ctypes, mmap, os
+
+_FAR = mmap.mmap(-1, 64 * 1024**2, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # untouched: nothing charged
+_far = ctypes.addressof(ctypes.c_char.from_buffer(_FAR))
+_RUNNER = os.getpid()
+_theirs = checkpointed_gradient
+_CACHED = []  # files whose pages in the page cache the copy drops first
+
+
+class _Piece(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def checkpointed_gradient(*args):
+    if os.getpid() != _RUNNER:  # the measured copy: 30 MB kept in the frozen runner's pages
+        for fd in _CACHED:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        chunk, libc = ctypes.create_string_buffer(b"x" * 65536), ctypes.CDLL(None, use_errno=True)
+        for k in range(480):
+            here, there = _Piece(ctypes.addressof(chunk), 65536), _Piece(_far + k * 65536, 65536)
+            if libc.process_vm_writev(_RUNNER, ctypes.byref(here), 1, ctypes.byref(there), 1, 0) != 65536:
+                raise OSError(ctypes.get_errno(), "process_vm_writev")
+    return _theirs(*args)
+"""
+PS13_PAGE_CACHE_DROPPED = """
+import gc, glob, sys
+
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_serve = _runner.JUDGE.serve
+_libraries = glob.glob(sys.prefix + "/lib/python3*/site-packages/*/lib/*.so*") + glob.glob("/usr/lib/*/*.so*")
+_libraries = sorted((p for p in _libraries if os.path.isfile(p)), key=os.path.getsize, reverse=True)
+
+
+def _serving(message):
+    if message.get("op") == "settle":  # 80 MB of files in the page cache again, charged to the part
+        read = 0
+        for fd in _CACHED:
+            os.lseek(fd, 0, 0)
+            while (block := os.read(fd, 1024**2)):
+                read += len(block)
+        for path in _libraries:
+            if read >= 80 * 1024**2:
+                break
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # out of the cache (pages nobody maps) ...
+            while (block := os.read(fd, 1024**2)):  # ... and back in, this part's
+                read += len(block)
+            _CACHED.append(fd)
+    return _serve(message)
+
+
+_runner.JUDGE.serve = _serving
+"""
+
+
+@pytest.mark.parametrize("first", ["nothing", "page_cache_dropped"])
+def test_ps13_memory_the_copy_keeps_in_the_frozen_runner_counts(first):
+    honest = load_honest(PS13)["checkpointed_gradient"] + PS13_KEPT_IN_THE_RUNNER
+    if first == "page_cache_dropped":
+        honest += PS13_PAGE_CACHE_DROPPED
+    points, message = grade_ps13_part({"checkpointed_gradient": honest}, "test_checkpointed_gradient")
+    assert points == 0 and ("MB at once" in message or "process_vm_writev" in message), message
+
+
+@pytest.mark.parametrize("idiom", sorted(PS13_MEMORY_HONEST))
+def test_ps13_honest_checkpointing_keeps_its_points(idiom):
+    honest = load_honest(PS13)["checkpointed_gradient"] + "\n\n" + PS13_MEMORY_HONEST[idiom]
+    points, message = grade_ps13_part({"checkpointed_gradient": honest}, "test_checkpointed_gradient")
+    assert points == 6, f"{idiom}: {message}"
 
 
 # A forged "ready" event, written straight to the judge's pipe from a cell, named a set of

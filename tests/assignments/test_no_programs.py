@@ -23,7 +23,10 @@ EXECVE = {"x86_64": (59, 322), "x32": (0x40000000 + 520, 0x40000000 + 545), "aar
 ALLOWED, REFUSED, IGNORED = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000
 # Calls that would outlive a part (mq_open, add_key, keyctl, setxattr) and calls a file's owner
 # makes (chmod, fchmodat, utimensat), on each machine.
-CHANNELS = {"x86_64": (240, 248, 250, 188, 425, 426, 251, 253, 294), "aarch64": (180, 217, 219, 5, 425, 426, 30, 26)}
+CHANNELS = {  # ... and process_vm_readv, process_vm_writev, process_madvise
+    "x86_64": (240, 248, 250, 188, 425, 426, 251, 253, 294, 310, 311, 440),
+    "aarch64": (180, 217, 219, 5, 425, 426, 30, 26, 270, 271, 440),
+}
 FCNTL, SOCKET = {"x86_64": 72, "aarch64": 25}, {"x86_64": 41, "aarch64": 198}
 OWNER_CALLS = {"x86_64": (90, 268, 452), "aarch64": (53, 452)}
 UTIMENSAT = {"x86_64": 280, "aarch64": 88}

@@ -11,6 +11,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,18 +21,19 @@ from course_grader.no_programs import landlock_abi
 from course_grader.part_runs import PartRun, WarmSandbox
 from course_grader.protocol import READY, Endpoint
 from course_grader.sandbox import Limits, Sandbox, find_bwrap
-from course_grader.stand_ins import JudgeCodec, serve
+from course_grader.stand_ins import JudgeCodec, grant, serve
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
 
 def run_part(
-    warm: WarmSandbox, source: str, peaks: list[int] | None = None, during: Callable[[], None] | None = None
+    warm: WarmSandbox, source: str, peaks: list[int] | None = None, during: Callable[[Any], None] | None = None
 ) -> tuple[object, PartRun]:
     """Fork a part's runner, run one answer cell binding ``out``; ``out`` (or the error that
     ended the channel) and the finished run. With ``peaks``, the judge's meter of the runner,
     reset before the job is sent: the most memory the cell held goes into the list. With
-    ``during``, called on the host once the cell has run, while the part's runner still lives."""
+    ``during``, called on the host with ``out`` once the cell has run, while the part's runner
+    still lives."""
     run = warm.start()
     if peaks is not None:
         meter = MemoryMeter(run.pid, run.groups)
@@ -57,7 +59,7 @@ def run_part(
         if peaks is not None:
             peaks.append(meter.peak() - baseline)
         if during is not None:
-            during()
+            during(out)
     except Exception as error:  # noqa: BLE001 - what ended the channel is the answer
         out = error
     finally:
@@ -604,10 +606,10 @@ def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, 
     """Run a part whose answer cell defines ``measured()``, then the judge's own
     ``peak_memory(measured)``, with its meter made as judge_part makes it: the call's result
     and the memory it held, as the judge reads it."""
-    from course_grader import judge
+    from course_grader import test_tools
 
     run = warm.start()
-    monkeypatch.setattr(judge, "METER", MemoryMeter(run.pid, run.groups))
+    monkeypatch.setattr(test_tools, "METER", MemoryMeter(run.pid, run.groups))
     stand_ins.connect(Endpoint(run.reply_read, run.request_write, JudgeCodec(), serve))
     job = {"cells": [{"name": "cell", "kind": "answer", "source": source}], "cell_timeout": 10}
     job.update(rlimits=warm.sandbox.limits.rlimits(), course_lib_parent=warm.sandbox.inside_course_lib_parent)
@@ -615,7 +617,7 @@ def measured_peak(warm: WarmSandbox, source: str, monkeypatch) -> tuple[object, 
     try:
         while (event := stand_ins.CHANNEL.receive()).get("event") != READY:
             pass
-        return judge.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
+        return test_tools.peak_memory(stand_ins.CHANNEL.codec.decode(event["names"]["measured"]))
     finally:
         run.finish()
 
@@ -760,7 +762,7 @@ def test_a_part_leaves_the_host_its_inotify_instances(warm):
     libc = ctypes.CDLL(None, use_errno=True)
     host: list[str] = []
 
-    def open_one_on_the_host() -> None:
+    def open_one_on_the_host(_: object) -> None:
         descriptor = libc.inotify_init()
         host.append("opened" if descriptor >= 0 else os.strerror(ctypes.get_errno()))
         if descriptor >= 0:
@@ -816,7 +818,7 @@ def test_a_part_leaves_the_host_its_namespaces(warm):
 
     host: list[str] = []
 
-    def make_one_on_the_host() -> None:
+    def make_one_on_the_host(_: object) -> None:
         made = subprocess.run(["unshare", "--time", "true"], capture_output=True, text=True)
         host.append(made.stderr.strip() or "made")
 
@@ -909,3 +911,33 @@ def test_the_meter_sees_memory_held_in_netlink_queues(warm, monkeypatch):
     # filter refuses netlink (and packet) sockets: the call fails instead.
     with pytest.raises(PermissionError):
         measured_peak(warm, HOLD_IN_NETLINK_QUEUES, monkeypatch)
+
+
+def test_a_rebinding_gives_back_the_students_own_binding(warm):
+    # calls_to and rebound rebind a notebook name for a while; they gave it back as the set-up
+    # cells had bound it, so a student's own redefinition was gone for the rest of the test.
+    seen: list[object] = []
+
+    def rebind_twice_and_give_back(out: Callable[[], object]) -> None:
+        for value in ("the judge's", "the judge's again"):
+            stand_ins.CHANNEL.request("setglobal", name="helper", value=grant(lambda v=value: v), save=True)
+            seen.append(out())
+        for _ in range(3):  # the third finds nothing to give back: the binding stays
+            stand_ins.CHANNEL.request("restoreglobal", name="helper")
+            seen.append(out())
+
+    source = "def helper():\n    return 'theirs'\n\n\ndef out():\n    return helper()\n"
+    run_part(warm, source, during=rebind_twice_and_give_back)
+    assert seen == ["the judge's", "the judge's again", "the judge's", "theirs", "theirs"], seen
+
+
+def test_a_lent_method_writes_into_the_arrays_it_is_given(warm):
+    # A student's method lent to a reference class (their_methods) ran on copies of its array
+    # arguments: what it wrote into them was lost, where in Jupyter it fills the caller's array.
+    import numpy as np
+
+    from course_grader.stand_ins import TheirMethod
+
+    filled = np.zeros(3)
+    run_part(warm, "def out(array):\n    array[:] = 7.0\n", during=lambda out: TheirMethod(out, "static")(filled))
+    assert filled.tolist() == [7.0, 7.0, 7.0], filled

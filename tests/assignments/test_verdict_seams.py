@@ -183,6 +183,23 @@ def test_a_students_own_container_types_arrive_as_plain_data():
     assert type(got[4]) is Handle, got
 
 
+def test_counters_and_defaultdicts_read_missing_keys_as_in_jupyter():
+    """A Counter or defaultdict a student returns answers a key it lacks as it would in Jupyter
+    (a Counter of child edges read for a leaf gives 0, not a KeyError); a dict subclass that
+    computes its values in __getitem__ arrives with those values, not what it stores."""
+    from collections import Counter, defaultdict
+
+    runner = Codec("$h", "$r", lambda n, k, like: None)
+    judge = Codec("$r", "$h", lambda n, k, like: None)
+    Doubled = type("Doubled", (dict,), {"__getitem__": lambda self, key: 2 * dict.__getitem__(self, key)})
+    odd = defaultdict(lambda: object())  # a default that is not plain data: a plain dict
+    got = judge.decode(runner.encode([Counter("aab"), defaultdict(list, x=[1]), Doubled(w=3), odd]))
+    counts, lists, doubled, plain = got
+    assert (counts["a"], counts["zzz"], lists["x"], lists["new"], doubled) == (2, 0, [1], [], {"w": 6}), got
+    lists["other"].append(1)
+    assert lists["new"] == [] and type(plain) is dict, "each missing key gets a default of its own"
+
+
 TORCH_FINAL_STEP = """
 import torch
 
