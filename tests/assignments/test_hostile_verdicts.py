@@ -728,20 +728,33 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         data += os.read(_told, size - len(data))
     return pickle.loads(data)
 """
+# a page of x86-64 code that may run (the shelf's allocator, the clones below); its address
+PS13_MACHINE_CODE = """
+import ctypes, mmap
+
+_PAGES = []
+
+
+def _executable(code):
+    page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(bytes.fromhex(code))
+    _PAGES.append(page)
+    return ctypes.addressof(ctypes.c_char.from_buffer(page))
+"""
 # Python's allocator moved onto a shelf, a mapping shared with the runner (the shelf attacks below)
-PS13_SHELF_ALLOCATOR = """
+PS13_SHELF_ALLOCATOR = (
+    PS13_MACHINE_CODE
+    + """
 import ctypes, mmap, os, platform
 
 # x86-64 code: malloc, calloc (zeroed), realloc (a pointer not on the shelf: the old allocator's) and
 # free (nothing) over ctx = [next, end, start, old ctx, old realloc], a 16-byte header per block
-_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
-                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-_CODE.write(bytes.fromhex(
+_code = _executable(
     "488d761f4883e6f0488b07488d1430483b5708770b4889174889304883c010c331c0c34889f0480fafc24989c04889c6e8cb"
     "ffffff4885c074104989c14889c74c89c131c0f3aa4c89c8c34885f675054889d6ebab483b7710723a483b770873344989f0"
     "4c8b4ef04983e9104989d24889d6e889ffffff4885c074184c89d14c39c9490f47c94989c34889c74c89c6f3a44c89d8c348"
-    "8b4720488b7f18ffe0c3"))
-_code = ctypes.addressof(ctypes.c_char.from_buffer(_CODE))
+    "8b4720488b7f18ffe0c3")
 _RUNNER = os.getpid()
 
 
@@ -758,6 +771,15 @@ def _onto_the_shelf(shelf):
     _onto_the_shelf.kept = bump, ours
     for domain in (1, 2):  # PyMem_Malloc and PyObject_Malloc
         ctypes.pythonapi.PyMem_SetAllocator(domain, ctypes.byref(ours))
+"""
+)
+# the whole flight, on the shelf in the grader's measured copy (the shelf, _SHELF, made before)
+PS13_ON_THE_SHELF = """
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
+        _onto_the_shelf(_SHELF)
+    return _whole_flight(v, theta, k, dt, every)
 """
 PS13_MEMORY_ATTACKS = {
     "forged_peak": PS13_WHOLE_FLIGHT
@@ -834,12 +856,8 @@ _SHELF = mmap.mmap(-1, 256 * 1024**2)
 for _at in range(0, len(_SHELF), mmap.PAGESIZE):
     _SHELF[_at] = 0
 
-
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
-    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
-        _onto_the_shelf(_SHELF)
-    return _whole_flight(v, theta, k, dt, every)
-""",
+"""
+    + PS13_ON_THE_SHELF,
     # (red7) the same shelf, left untouched at cell time (no shared memory to read) and emptied again
     # at each "settle" (MADV_REMOVE), its pages written at "standby" by a helper that stays in the
     # part's groups, after the judge had read the part's shared memory and before it froze the part:
@@ -875,35 +893,29 @@ def _serving(message):
 
 _runner.JUDGE.serve = _serving
 
-
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
-    if os.getpid() != _RUNNER and platform.machine() == "x86_64":  # in the grader's measured copy
-        _onto_the_shelf(_SHELF)
-    return _whole_flight(v, theta, k, dt, every)
-""",
+"""
+    + PS13_ON_THE_SHELF,
     # (red7) a process that shares the runner's memory (clone with CLONE_VM, in x86-64 code) made at
     # "standby", while the judge has the runner in the fresh groups: never frozen (the fresh
     # freezer), and not the runner's child (CLONE_PARENT), it answered the call in the runner's own
     # memory, whose pages the kernel charges to the runner's group, not to the fresh one (2.1-2.4 MB
     # read where 7.9-20.8 MB is the flight, 6/6). Nothing but the copy may now be in the fresh groups.
     "memory_sharing_clone": PS13_WHOLE_FLIGHT
+    + PS13_MACHINE_CODE
     + """
-import ctypes, gc, mmap, os, platform, time
+import gc, os, platform, time
 
 _runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
 _J = _runner.JUDGE
 # burst(stacks, stack size, n, pause in ns, board, entry): n clones (CLONE_VM | CLONE_PARENT), each on a
 # stack of its own, waiting until board[i] is 1 (then it calls entry and sets 3) or 2; their pids at
 # board + 512; then 50 ms of sleep (the runner frozen here, the GIL let go)
-_CODE = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
-                  prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-_CODE.write(bytes.fromhex(
+_burst = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 6)(_executable(
     "535541544155415641574883ec184889fb4889f54989d44d89c54d89ce48c704240000000048894c24084d31ff4d39e77343"
     "498d4701480fafc5488d34034f8d44fd004d89f1bf1181000031d24d31d2b8380000000f054885c074454b8984fd00020000"
     "49ffc74889e731f6b8230000000f05ebb848c704240000000048c744240880f0fa024889e731f6b8230000000f054883c418"
     "415f415e415d415c5d5bc34d89c44d89cd498b04244883f801740f4883f8027414b8180000000f05ebe741ffd549c7042403"
     "000000b83c00000031ff0f05"))
-_burst = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 6)(ctypes.addressof(ctypes.c_char.from_buffer(_CODE)))
 _STACK = mmap.mmap(-1, 2 * 1024**2, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 _BOARD = mmap.mmap(-1, mmap.PAGESIZE)  # shared with the copy
 
