@@ -32,28 +32,28 @@ class PointsRecorder:
         from sqlalchemy.exc import SAWarning
 
         if self.gradebook is None:
+            # nbgrader's add_submission builds its rows before adding them to the session (as
+            # its own autograde does); SQLAlchemy's autoflush notes that, harmlessly. Filtered
+            # for the process: catch_warnings is not safe beside another thread's.
+            warnings.filterwarnings("ignore", category=SAWarning, module=r"nbgrader\.")
             self.gradebook = Gradebook(self.db_url)
         gb = self.gradebook
-        with warnings.catch_warnings():
-            # nbgrader's add_submission builds its rows before adding them to the session (as
-            # its own autograde does); SQLAlchemy's autoflush notes that, harmlessly.
-            warnings.simplefilter("ignore", SAWarning)
+        try:
+            gb.update_or_create_student(student)
             try:
-                gb.update_or_create_student(student)
-                try:
-                    gb.remove_submission(assignment, student)
-                except MissingEntry:
-                    pass
-                submission = gb.add_submission(assignment, student)
-                for notebook in submission.notebooks:
-                    for grade in notebook.grades:
-                        if grade.name in points:
-                            grade.auto_score = points[grade.name]
-                            grade.needs_manual_grade = False
-                gb.db.commit()
-            except Exception:
-                gb.db.rollback()  # the next hand-in starts from a clean session
-                raise
+                gb.remove_submission(assignment, student)
+            except MissingEntry:
+                pass
+            submission = gb.add_submission(assignment, student)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.name in points:
+                        grade.auto_score = points[grade.name]
+                        grade.needs_manual_grade = False
+            gb.db.commit()
+        except Exception:
+            gb.db.rollback()  # the next hand-in starts from a clean session
+            raise
 
     def close(self) -> None:
         if self.gradebook is not None:
