@@ -6,8 +6,9 @@ serves it (under ``/<repository>/``, the path of course.toml's site URL, with ``
 any missing address) and visited with every other host made unresolvable: a page that needs a
 CDN, a web font or any other outside resource shows a console error here, exactly as it would
 for a reader without a network. Every page of the toc must load without console errors, with
-its images, stylesheets and scripts, code cells and outputs, typeset math, working
-next/previous and sidebar navigation, and a search that finds "dual" whose results resolve.
+its images, stylesheets and scripts, code cells and outputs (``check_rendered``, run in
+test_accessibility.py's one visit per page), typeset math, working next/previous and sidebar
+navigation, and a search that finds "dual" whose results resolve.
 
 Screenshots for review are saved as ``_build/screenshots/*.png``.
 
@@ -179,10 +180,10 @@ return {
 """
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[html_path(p) for p in PAGES])
-def test_page_renders_offline_without_errors(browser, server, page):
-    errors = visit(browser, server + html_path(page))
-    assert errors == [], f"console errors on {html_path(page)}:\n" + "\n".join(errors)
+def check_rendered(browser, server: str, page: Path) -> None:
+    """What the toc's ``page``, open in ``browser``, must show: everything it needs loaded from the
+    site itself, its title, and every code cell, output and figure of its notebook. Run in
+    test_accessibility.py's one visit per page, before axe-core."""
     report = browser.execute_script(PAGE_REPORT)
 
     foreign = [url for url in report["resources"] if not url.startswith((server, "data:", "blob:"))]
@@ -272,7 +273,7 @@ def test_search_box_finds_dual(site, browser, server):
     hrefs = [a.get_attribute("href") for a in results]
     assert any("/book/" in h for h in hrefs), f"searching 'dual' must find a chapter, found {hrefs}"
     # Every result resolves under the site's path: the page exists and, for a section, its anchor
-    # (each page's console is checked by test_page_renders_offline_without_errors).
+    # (each page's console is checked by test_accessibility.py's visit of every page).
     for href in dict.fromkeys(hrefs):
         assert href.startswith(server), f"a search result leaves the site: {href}"
         page = site / urlsplit(href).path.removeprefix(urlsplit(server).path)
