@@ -4,7 +4,8 @@ axe-core comes from npm, pinned by ``tests/site/axe/package-lock.json`` and inst
 setup-browser`` (``npm ci``). It is injected by Selenium into every page of the built site,
 served as GitHub Pages serves it (the fixtures of test_browser.py), and run with the WCAG 2.1 A
 and AA rules: no violation of impact "serious" or "critical" may remain. What it finds of
-lower impact is written to ``_build/accessibility/axe.json`` for review.
+lower impact is written to ``_build/accessibility/axe.json`` for review. The same visit checks
+that the page renders (test_browser.py's ``check_rendered``): each page is loaded once.
 
 Figures: every image and drawing of the built site has a caption and a text alternative that
 says what it shows (myst-nb cell metadata, applied by tools/figure_text.py from book/figures.toml).
@@ -20,7 +21,7 @@ import pytest
 from built_site import html_path
 from notebook_text import solutions
 from paths import PAGES, ROOT
-from test_browser import TIMEOUT, missing, settle, visit
+from test_browser import TIMEOUT, check_rendered, missing, settle, visit
 
 try:
     from selenium.webdriver.common.by import By
@@ -33,7 +34,8 @@ AXE = ROOT / "tests/site/axe/node_modules/axe-core/axe.min.js"
 REPORT = ROOT / "_build" / "accessibility" / "axe.json"
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # Every page of the built site: the toc's pages, then the generated ones.
-SITE_PAGES = [html_path(p) for p in PAGES] + ["genindex.html", "search.html", "py-modindex.html", "404.html"]
+TOC_PAGES = {html_path(p): p for p in PAGES}
+SITE_PAGES = [*TOC_PAGES, "genindex.html", "search.html", "py-modindex.html", "404.html"]
 
 RUN_AXE = """
 const done = arguments[arguments.length - 1];
@@ -69,11 +71,15 @@ def axe(driver, source: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("page", SITE_PAGES)
-def test_no_serious_or_critical_wcag_violation(browser, server, axe_source, axe_report, page):
+def test_page_renders_offline_with_no_serious_wcag_violation(browser, server, axe_source, axe_report, page):
+    """One visit per page: no console error, what a toc page must show (``check_rendered``), then
+    axe-core."""
     errors = visit(browser, server + page)
     if page == "404.html":
         errors = [e for e in errors if not e.startswith(server + page + " ")]
-    assert errors == [], errors
+    assert errors == [], f"console errors on {page}:\n" + "\n".join(errors)
+    if page in TOC_PAGES:
+        check_rendered(browser, server, TOC_PAGES[page])
     violations = axe(browser, axe_source)
     axe_report[page] = violations
     grave = [v for v in violations if v["impact"] in ("serious", "critical")]

@@ -6,8 +6,9 @@ serves it (under ``/<repository>/``, the path of course.toml's site URL, with ``
 any missing address) and visited with every other host made unresolvable: a page that needs a
 CDN, a web font or any other outside resource shows a console error here, exactly as it would
 for a reader without a network. Every page of the toc must load without console errors, with
-its images, stylesheets and scripts, code cells and outputs, typeset math, working
-next/previous and sidebar navigation, and a search that finds "dual" whose results resolve.
+its images, stylesheets and scripts, code cells and outputs (``check_rendered``, run in
+test_accessibility.py's one visit per page), typeset math, working next/previous and sidebar
+navigation, and a search that finds "dual" whose results resolve.
 
 Screenshots for review are saved as ``_build/screenshots/*.png``.
 
@@ -26,7 +27,7 @@ import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import course  # tools/course.py
 import nbformat
@@ -179,10 +180,10 @@ return {
 """
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[html_path(p) for p in PAGES])
-def test_page_renders_offline_without_errors(browser, server, page):
-    errors = visit(browser, server + html_path(page))
-    assert errors == [], f"console errors on {html_path(page)}:\n" + "\n".join(errors)
+def check_rendered(browser, server: str, page: Path) -> None:
+    """What the toc's ``page``, open in ``browser``, must show: everything it needs loaded from the
+    site itself, its title, and every code cell, output and figure of its notebook. Run in
+    test_accessibility.py's one visit per page, before axe-core."""
     report = browser.execute_script(PAGE_REPORT)
 
     foreign = [url for url in report["resources"] if not url.startswith((server, "data:", "blob:"))]
@@ -218,20 +219,29 @@ def click(driver, element) -> None:
     wait_for_new_page(driver, old)
 
 
-def test_next_and_previous_walk_the_toc_in_order(browser, server):
-    expected = [server + html_path(p) for p in PAGES]
-    browser.get(server)  # the site's root redirects to the book's first page
-    WebDriverWait(browser, TIMEOUT).until(lambda d: d.current_url == expected[0])
-    settle(browser)
-    walked = [browser.current_url]
-    while nxt := browser.find_elements(By.CSS_SELECTOR, "a.right-next"):
-        click(browser, nxt[0])
-        walked.append(browser.current_url)
-        assert len(walked) <= len(expected), f"'next' keeps going past the last page: {walked}"
-    assert walked == expected, "'next' must visit the toc's pages in order"
+# The footer's "previous" and "next" links of a built page (static HTML, not made by scripts).
+PAGE_LINK = re.compile(r'<a class="(left-prev|right-next)"\s+href="([^"]*)"')
 
+
+def test_next_and_previous_walk_the_toc_in_order(site, browser, server):
+    """Every page's links, read from the built pages; then clicked in the browser at both ends."""
+    expected = [html_path(p) for p in PAGES]
+    for k, page in enumerate(expected):
+        links = {kind: urljoin(page, href) for kind, href in PAGE_LINK.findall((site / page).read_text())}
+        wanted = {"left-prev": expected[k - 1]} if k else {}
+        if k + 1 < len(expected):
+            wanted["right-next"] = expected[k + 1]
+        assert links == wanted, f"{page}: 'previous' and 'next' must follow the toc"
+
+    browser.get(server)  # the site's root redirects to the book's first page
+    WebDriverWait(browser, TIMEOUT).until(lambda d: d.current_url == server + expected[0])
+    settle(browser)
+    click(browser, browser.find_element(By.CSS_SELECTOR, "a.right-next"))
+    assert browser.current_url == server + expected[1], "'next' on the first page must go to the second"
+    visit(browser, server + expected[-1])
+    assert not browser.find_elements(By.CSS_SELECTOR, "a.right-next"), "the last page has no 'next'"
     click(browser, browser.find_element(By.CSS_SELECTOR, "a.left-prev"))
-    assert browser.current_url == expected[-2], "'previous' on the last page must go back one page"
+    assert browser.current_url == server + expected[-2], "'previous' on the last page must go back one page"
 
 
 def test_sidebar_lists_the_toc_and_navigates(browser, server):
@@ -247,7 +257,7 @@ def test_sidebar_lists_the_toc_and_navigates(browser, server):
     assert active.get_attribute("href").split("#")[0] == expected[middle], "the sidebar must highlight the open page"
 
 
-def test_search_box_finds_dual(browser, server):
+def test_search_box_finds_dual(site, browser, server):
     visit(browser, server + html_path(PAGES[0]))
     browser.find_element(By.CSS_SELECTOR, "button.search-button-field").click()
     box = WebDriverWait(browser, TIMEOUT).until(
@@ -262,15 +272,14 @@ def test_search_box_finds_dual(browser, server):
     )
     hrefs = [a.get_attribute("href") for a in results]
     assert any("/book/" in h for h in hrefs), f"searching 'dual' must find a chapter, found {hrefs}"
-    # Every result resolves under the site's path: the page exists and, for a section, its anchor.
+    # Every result resolves under the site's path: the page exists and, for a section, its anchor
+    # (each page's console is checked by test_accessibility.py's visit of every page).
     for href in dict.fromkeys(hrefs):
         assert href.startswith(server), f"a search result leaves the site: {href}"
-        assert visit(browser, href) == [], f"console errors on the search result {href}"
-        assert "Page not found" not in browser.title, f"the search result {href} is a missing page"
+        page = site / urlsplit(href).path.removeprefix(urlsplit(server).path)
+        assert page.is_file(), f"the search result {href} is a missing page"
         if fragment := urlsplit(href).fragment:
-            assert browser.execute_script("return !!document.getElementById(arguments[0])", fragment), (
-                f"the search result {href} names an anchor the page lacks"
-            )
+            assert f'id="{fragment}"' in page.read_text(), f"the search result {href} names an anchor the page lacks"
 
 
 MATH_PAGES = [p for p in PAGES if p.suffix == ".ipynb" and p.parent.name == "book" and "$" in p.read_text()]
