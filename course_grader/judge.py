@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from course_grader import stand_ins
+from course_grader.endpoint import Endpoint
 from course_grader.handin import JudgeJob, PartJob
 from course_grader.measured_copy import CopyMeter
 from course_grader.meter import MemoryMeter, MeterError
@@ -61,7 +62,6 @@ from course_grader.protocol import (
     SETUP_FAILED,
     Cell,
     ChannelClosed,
-    Endpoint,
     ProtocolError,
     clip,
 )

@@ -57,7 +57,15 @@ from course_grader.rules import Rules, course_lib_root, course_lib_without, hidd
 from course_grader.zygote import ZYGOTE
 
 RUNNER = Path(__file__).with_name("runner.py")
-RUNNER_MODULES = ("protocol.py", "no_programs.py", "zygote.py")  # what runner.py imports from beside it
+# What runner.py imports from beside it: all the grader that the sandbox sees.
+RUNNER_MODULES = (
+    "protocol.py",
+    "plain_data.py",
+    "endpoint.py",
+    "notebook.py",
+    "no_programs.py",
+    "zygote.py",
+)
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from course_grader import stand_ins
+from course_grader.endpoint import Endpoint
 from course_grader.meter import MemoryMeter
 from course_grader.no_programs import landlock_abi
 from course_grader.part_runs import PartRun, WarmSandbox
-from course_grader.protocol import READY, Endpoint
+from course_grader.protocol import READY
 from course_grader.sandbox import Limits, Sandbox, find_bwrap
 from course_grader.stand_ins import JudgeCodec, grant, serve
 

@@ -16,8 +16,10 @@ import nbformat
 import pytest
 from nbgrader_helpers import ROOT, fill_in, load_mistakes
 
+from course_grader.endpoint import Endpoint
 from course_grader.handin import grade_hand_in
-from course_grader.protocol import MAX_VALUES, Codec, Endpoint, ProtocolError
+from course_grader.plain_data import Codec
+from course_grader.protocol import MAX_VALUES, ProtocolError
 from course_grader.rules import read_rules
 from course_grader.sandbox import Limits, Sandbox, find_bwrap
 
