@@ -36,9 +36,10 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_hon
 
 from course_grader.grading import ClassGrader
 from course_grader.handin import grade_hand_in
+from course_grader.limits import Limits
 from course_grader.parts import secret_lines
 from course_grader.rules import read_rules
-from course_grader.sandbox import Limits, Sandbox
+from course_grader.sandbox import Sandbox
 
 PS01, PS03, PS04, PS11 = "ps01_finite_differences", "ps03_reverse_mode", "ps04_topological_sort", "ps11_cheap_gradient"
 PS13 = "ps13_capstone"
