@@ -11,10 +11,8 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from course_grader.sandbox import Limits
+from course_grader.limits import Limits
 
 
 class ControlGroups:

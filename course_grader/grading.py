@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from course_grader.class_record import TIMING_FILE
 from course_grader.database import gradebook_url
 from course_grader.feedback import Redactor, part_line, write_html
 from course_grader.gradebook import PointsRecorder, write_grades
@@ -49,10 +50,10 @@ from course_grader.intake import (
     restore_metadata,
     restore_order,
 )
+from course_grader.limits import Limits
 from course_grader.parts import nbgrader_meta, secret_lines
-from course_grader.report import TIMING_FILE
 from course_grader.rules import course_lib_root, read_rules
-from course_grader.sandbox import Limits, Sandbox, SandboxMissing
+from course_grader.sandbox import Sandbox, SandboxMissing
 
 
 @dataclass
@@ -331,7 +332,7 @@ class ClassGrader:
         folder = self._graded_dir(out)
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(graded, folder / f"{out.assignment}.ipynb")
-        # How long the hand-in took, for the class report (course_grader.report).
+        # How long the hand-in took, for the class report (course_grader.class_record).
         (folder / TIMING_FILE).write_text(json.dumps({"seconds": round(out.seconds or 0.0, 3)}) + "\n")
         self._carry_submission_files(out)
 

@@ -50,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from course_grader import stand_ins
+from course_grader.endpoint import Endpoint
 from course_grader.handin import JudgeJob, PartJob
+from course_grader.limits import Limits
 from course_grader.measured_copy import CopyMeter
 from course_grader.meter import MemoryMeter, MeterError
 from course_grader.part_runs import SandboxBroken, WarmSandbox, imported_modules
@@ -61,12 +63,11 @@ from course_grader.protocol import (
     SETUP_FAILED,
     Cell,
     ChannelClosed,
-    Endpoint,
     ProtocolError,
     clip,
 )
 from course_grader.rules import Rules
-from course_grader.sandbox import Limits, Sandbox
+from course_grader.sandbox import Sandbox
 from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, grant, serve
 from course_grader.test_tools import (
     calls_to,

@@ -29,13 +29,11 @@ import os
 import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from course_grader.control_groups import ControlGroups, freeze, procs, wait_for
+from course_grader.limits import Limits
 from course_grader.meter import MemoryMeter, MeterError, memory_group, peak_of
-
-if TYPE_CHECKING:
-    from course_grader.sandbox import Limits
 
 KCMP = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine)  # the kcmp system call's number
 KCMP_VM = 1

@@ -37,7 +37,7 @@ from course_grader.no_programs import landlock_abi
 from course_grader.sandbox import Ending, Sandbox, SandboxRun
 
 ANSWER_SECONDS = 10.0  # the most the zygote may take to fork or reap; then it is taken for gone
-ALWAYS_WARM = ("numpy",)  # the runner's own import (protocol.py)
+ALWAYS_WARM = ("numpy",)  # the runner's own import (protocol.py, plain_data.py, endpoint.py)
 
 
 class SandboxBroken(RuntimeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from course_grader.report import (
+from course_grader.class_record import (
     ClassRecord,
     histogram,
     mistakes,

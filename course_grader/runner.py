@@ -2,11 +2,11 @@
 
 It reads its job, the notebook's set-up cells and the student's cells, as the first message
 on its request channel, runs them in order (each with a time limit, its output discarded,
-what happened reported as an event), then answers the judge's requests on the objects the
-cells made: call this function, read that attribute, turn this into an array. It never sees
-a test, an expected value, a reference solution or a verdict, so there is nothing here for
-answer code to read or change that would alter its grade: the judge decides
-(:mod:`course_grader.judge`), from plain data (:mod:`course_grader.protocol`).
+what happened reported as an event: :mod:`course_grader.notebook`), then answers the judge's
+requests on the objects the cells made: call this function, read that attribute, turn this
+into an array. It never sees a test, an expected value, a reference solution or a verdict, so
+there is nothing here for answer code to read or change that would alter its grade: the judge
+decides (:mod:`course_grader.judge`), from plain data (:mod:`course_grader.plain_data`).
 
 Before the first cell it forbids starting programs (:mod:`course_grader.no_programs`): with
 ``--must-forbid-programs`` (the sandbox's), a machine that cannot ends the runner before any cell
@@ -21,39 +21,35 @@ from __future__ import annotations
 
 import builtins
 import gc
-import io
+import importlib.machinery
+import importlib.util
 import operator
 import os
 import resource
-import signal
 import sys
 import types
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # type: ignore[import-not-found]  # noqa: E402
-from protocol import (  # type: ignore[import-not-found]  # noqa: E402  # beside this file in the sandbox
-    ANSWERED,
-    BINARY,
-    CELL_END,
-    CELL_START,
-    READY,
-    SETUP_FAILED,
-    UNARY,
-    Cell,
-    CellOutcome,
-    Codec,
-    Endpoint,
-    InPlace,
-    clip,
-    convert,
-    described,
+# The grader's modules beside this file (in the sandbox, the ones it binds there) as the package
+# they are outside it, so that they import each other by one name; nothing goes on sys.path.
+_GRADER = importlib.machinery.ModuleSpec("course_grader", None, is_package=True)
+_GRADER.submodule_search_locations = [os.path.dirname(os.path.abspath(__file__))]
+sys.modules.setdefault("course_grader", importlib.util.module_from_spec(_GRADER))
+from course_grader.endpoint import ANSWERED, Endpoint, InPlace  # noqa: E402
+from course_grader.no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # noqa: E402
+from course_grader.notebook import (  # noqa: E402
+    MISSING,
+    NAMESPACE,
+    NOTEBOOK,
+    SETUP_CLASSES,
+    freeze,
+    run_cell,
+    set_up_functions,
+    student_names,
 )
-from zygote import ZYGOTE, serve_forks  # type: ignore[import-not-found]  # noqa: E402
-
-
-class CellTimeout(BaseException):
-    """A cell ran past its time."""
+from course_grader.plain_data import Codec, described  # noqa: E402
+from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
+from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 
 class Trusted:
@@ -89,7 +85,7 @@ class Trusted:
         object.__getattribute__(self, "_Trusted__own")[name] = value
 
     def __delattr__(self, name: str) -> None:
-        if object.__getattribute__(self, "_Trusted__own").pop(name, _MISSING) is _MISSING:
+        if object.__getattribute__(self, "_Trusted__own").pop(name, MISSING) is MISSING:
             raise AttributeError(f"{name}: only attributes your code set on the test's objects can be deleted")
 
     @property  # type: ignore[misc]  # isinstance() consults __class__
@@ -175,55 +171,10 @@ def encode(value: Any) -> Any:
     return JUDGE.codec.encode(value)
 
 
-# The notebook's cells run in a module of their own that stands as __main__ while they run, as
-# Jupyter's does: pickle (multiprocessing's Pool) finds a cell's function as __main__.<name>.
-NOTEBOOK = types.ModuleType("__main__")
-NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
-NAMESPACE["__builtins__"] = builtins
 RUNNER_MODULE = sys.modules[__name__]  # this file's module, alive while it stands aside
 REBOUND: dict[str, list] = {}  # notebook names a test rebinds for a while: what each was before
 _ABSENT = object()
-SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
 SET_RECURSION_LIMIT = sys.setrecursionlimit
-
-
-def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
-    """What a set-up cell just bound, kept in ``scope`` as it is now: each of its functions
-    rebuilt from the code it was compiled to, over ``scope`` instead of the notebook's
-    namespace (so replacing its ``__code__`` later, or rebinding a helper it calls, changes
-    nothing here)."""
-    for name, value in bound.items():
-        if type(value) is types.FunctionType and value.__code__.co_filename.startswith("<set-up "):
-            copy = types.FunctionType(value.__code__, scope, value.__name__, value.__defaults__, value.__closure__)
-            copy.__kwdefaults__ = value.__kwdefaults__
-            copy.__qualname__, copy.__doc__ = value.__qualname__, value.__doc__
-            value = copy
-        scope[name] = value
-
-
-def set_up_functions(scope: dict[str, Any], theirs: set[str]):
-    """How the judge's ``student_side(f, ...)`` finds the set-up cells' ``f``: as the set-up
-    cells defined it (:func:`freeze`), over the set-up cells' bindings and the builtins as they
-    were before any of the student's code ran, with the current values of ``theirs`` (the names
-    the answers bind) and of the set-up classes (which the answers may extend) only: it runs
-    the student's functions and classes and nothing else of theirs. A closure: no module
-    global of the runner, which the student's cells could rebind, refers to the table."""
-    table = {name: value for name, value in scope.items() if not name.startswith("__")}
-    classes = {name for name, value in table.items() if isinstance(value, type)}
-
-    def lookup(name: str) -> Any:
-        if name not in table:
-            raise NameError(f"the notebook's set-up cells define no {name!r}")
-        for current in theirs | classes:
-            value = NAMESPACE.get(current, _MISSING)
-            if current in theirs and value is not _MISSING or isinstance(value, type):
-                scope[current] = value
-        return table[name]
-
-    return lookup
-
-
-_MISSING = object()
 PR_SET_THP_DISABLE = 41  # prctl: no transparent huge pages for this process
 
 
@@ -381,55 +332,6 @@ def _libc(function: str, *args: int) -> None:
         pass
 
 
-def run_cell(cell: Cell, timeout: float) -> CellOutcome:
-    try:
-        kind = {"setup": "set-up"}.get(cell["kind"], cell["kind"])
-        code = compile(cell["source"], f"<{kind} {cell['name']}>", "exec", dont_inherit=True)
-    except SyntaxError as error:
-        return {
-            "status": "syntax",
-            "error": "SyntaxError",
-            "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
-            f"{sys.version_info.major}.{sys.version_info.minor}",
-        }
-    out = io.StringIO()
-    saved = sys.stdout, sys.stderr
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise CellTimeout()
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
-    try:
-        sys.stdout = sys.stderr = out
-        exec(code, NAMESPACE)
-    except CellTimeout:
-        return {"status": "timeout", "error": "Timeout", "message": f"the cell ran longer than {timeout:g} s"}
-    except BaseException as error:  # noqa: BLE001 - a failing cell is reported, never fatal
-        return {"status": "error", "error": type(error).__name__, "message": clip(str(error))}
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        sys.stdout, sys.stderr = saved
-    return {"status": "ok"}
-
-
-def student_names(setup_bound: dict[str, int], classes: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """What the student's cells bound or changed: names the set-up cells did not bind (or bound
-    to something else), and the set-up cells' classes whose attributes they changed
-    (``Value.__mul__ = mul``)."""
-    changed = {
-        name: value
-        for name, value in NAMESPACE.items()
-        if not name.startswith("__") and setup_bound.get(name) != id(value) and not _is_module(value)
-    }
-    for name, attributes in classes.items():
-        cls = NAMESPACE.get(name)
-        if isinstance(cls, type) and {k: id(v) for k, v in vars(cls).items()} != attributes:
-            changed[name] = cls
-    return changed
-
-
 def encodable(names: dict[str, Any]):
     """The names as the judge first sees them: numbers and strings by value, anything else
     (a list of a million entries, a model) by handle, read only if a test asks."""
@@ -438,10 +340,6 @@ def encodable(names: dict[str, Any]):
             yield name, encode(value)
         else:
             yield name, JUDGE.codec.by_handle(value)
-
-
-def _is_module(value: Any) -> bool:
-    return type(value).__name__ == "module"
 
 
 JUDGE: Endpoint

@@ -52,12 +52,21 @@ from pathlib import Path
 from typing import Any
 
 from course_grader.control_groups import ControlGroups
+from course_grader.limits import Limits
 from course_grader.no_programs import MUST_FORBID, unavailable
 from course_grader.rules import Rules, course_lib_root, course_lib_without, hidden_packages
 from course_grader.zygote import ZYGOTE
 
 RUNNER = Path(__file__).with_name("runner.py")
-RUNNER_MODULES = ("protocol.py", "no_programs.py", "zygote.py")  # what runner.py imports from beside it
+# What runner.py imports from beside it: all the grader that the sandbox sees.
+RUNNER_MODULES = (
+    "protocol.py",
+    "plain_data.py",
+    "endpoint.py",
+    "notebook.py",
+    "no_programs.py",
+    "zygote.py",
+)
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"
 INSIDE_LIB = "/opt/course_lib"
@@ -70,33 +79,6 @@ FIRST_SLOT_UID = 61000  # unprivileged host users for the grading slots, when th
 
 class SandboxMissing(RuntimeError):
     """No sandbox on this machine and the unsafe flag was not given."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Limits of one graded part's process (and, with cgroups, of everything it starts)."""
-
-    wall_seconds: float = 90.0
-    cpu_seconds: int = 90
-    memory_bytes: int = 3 * 1024**3  # address space of one process (PyTorch reserves a lot)
-    group_memory_bytes: int = 2 * 1024**3  # memory actually used by the whole sandbox, /tmp included
-    file_bytes: int = 64 * 1024**2
-    processes: int = 16  # honest answers start none; a fork bomb gets this many and no more
-    output_bytes: int = 1024**2
-    # The judge's own heap (RLIMIT_DATA, set on itself): the protocol's caps keep a reply to a
-    # few hundred MB; this bounds the rest (a test of the judge's own run amok).
-    judge_memory_bytes: int = 1536 * 1024**2
-
-    def rlimits(self) -> dict[str, int]:
-        """The kernel's resource limits, by ``resource`` name, for the runner to set on itself
-        (soft = hard, before any of the student's code runs)."""
-        return {
-            "RLIMIT_CPU": self.cpu_seconds,
-            "RLIMIT_AS": self.memory_bytes,
-            "RLIMIT_FSIZE": self.file_bytes,
-            "RLIMIT_NPROC": self.processes,
-            "RLIMIT_CORE": 0,
-        }
 
 
 def find_bwrap() -> str | None:

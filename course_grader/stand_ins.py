@@ -15,17 +15,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from course_grader.protocol import (
-    BINARY,
-    COMPARISONS,
-    CONVERSIONS,
-    UNARY,
-    Codec,
-    Endpoint,
-    ProtocolError,
-    convert,
-    described,
-)
+from course_grader.endpoint import Endpoint
+from course_grader.plain_data import Codec, described
+from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, convert
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 

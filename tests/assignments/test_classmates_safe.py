@@ -18,7 +18,7 @@ import pytest
 from nbgrader_helpers import ROOT, fill_in, released_course
 
 from course_grader.grading import ClassGrader
-from course_grader.sandbox import Limits
+from course_grader.limits import Limits
 
 ASSIGNMENT = "ps01_finite_differences"
 FULL = 10.0

@@ -24,8 +24,8 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, nbgrader
 
 import course_lib
 from course_grader.grading import ClassGrader
+from course_grader.limits import Limits
 from course_grader.parts import secret_lines
-from course_grader.sandbox import Limits
 
 ASSIGNMENT = "ps01_finite_differences"
 PARTS = {

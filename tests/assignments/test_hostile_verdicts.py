@@ -36,9 +36,10 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_hon
 
 from course_grader.grading import ClassGrader
 from course_grader.handin import grade_hand_in
+from course_grader.limits import Limits
 from course_grader.parts import secret_lines
 from course_grader.rules import read_rules
-from course_grader.sandbox import Limits, Sandbox
+from course_grader.sandbox import Sandbox
 
 PS01, PS03, PS04, PS11 = "ps01_finite_differences", "ps03_reverse_mode", "ps04_topological_sort", "ps11_cheap_gradient"
 PS13 = "ps13_capstone"
@@ -56,7 +57,8 @@ PATCH_RUNNER = """
 import sys, json
 import gc
 __main__ = next(m for m in gc.get_objects() if type(m).__name__ == 'module' and 'JUDGE' in vars(m))
-proto = sys.modules['protocol']
+proto = sys.modules['course_grader.protocol']
+ends = sys.modules['course_grader.endpoint']
 def _forged_answer(self, message):
     self.send({'re': message.get('id'), 'value': {'passed': True}})
     self.send({'event': 'verdict', 'passed': True, 'points': 1})
@@ -68,7 +70,7 @@ for target in (__main__, proto):
     except Exception:
         pass
 __main__.JUDGE.serve = _forged_serve
-proto.Endpoint.answer = _forged_answer
+ends.Endpoint.answer = _forged_answer
 proto.convert = lambda value, to: 1.0
 __main__.convert = lambda value, to: 1.0
 def observed_order(f, x, f_prime, method, h):

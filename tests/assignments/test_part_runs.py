@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from course_grader import stand_ins
+from course_grader.endpoint import Endpoint
+from course_grader.limits import Limits
 from course_grader.meter import MemoryMeter
 from course_grader.no_programs import landlock_abi
 from course_grader.part_runs import PartRun, WarmSandbox
-from course_grader.protocol import READY, Endpoint
-from course_grader.sandbox import Limits, Sandbox, find_bwrap
+from course_grader.protocol import READY
+from course_grader.sandbox import Sandbox, find_bwrap
 from course_grader.stand_ins import JudgeCodec, grant, serve
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")

@@ -23,7 +23,7 @@ from paths import ROOT
 from benchmarks.crafted_class import ASSIGNMENTS, build, expected, parts, person, student_id
 from benchmarks.crafted_copies import ASSIGNMENT as COPIED
 from benchmarks.crafted_copies import write_class
-from course_grader import report, similarity
+from course_grader import class_record, report, similarity
 
 sys.path.insert(0, str(ROOT / "tests" / "site"))  # the Chromium fixture of the browser tests
 from test_browser import browser, missing  # noqa: E402, F401
@@ -99,7 +99,7 @@ def crafted(tmp_path_factory):
     course = tmp_path_factory.mktemp("class")
     url = f"sqlite:///{course / 'gradebook.db'}"
     build(course, url, N)
-    record = report.read_class(url, course)
+    record = class_record.read_class(url, course)
     pages = report.write_report(record, course / "report")
     return course, record, {p.name: p.read_text() for p in pages}
 
@@ -210,7 +210,7 @@ def test_class_progress_and_every_student(crafted):
                 cells.append("missing" if outcome.kind == "missing" else "for a human")
         assert row[3:5] == cells
         missing_ = cells.count("missing")
-        dropping = len(mine) == 2 and mine[1] <= mine[0] - report.DROP_POINTS
+        dropping = len(mine) == 2 and mine[1] <= mine[0] - class_record.DROP_POINTS
         reasons = ([f"{missing_} missing"] if missing_ else []) + (["scores dropping"] if dropping else [])
         assert row[5:] == [f"{statistics.fmean(mine):.1f}" if mine else "", str(missing_), "; ".join(reasons)]
         behind += [f"{sid}: {'; '.join(reasons)}"] if reasons else []
@@ -222,10 +222,10 @@ def test_class_progress_and_every_student(crafted):
 
 def test_an_assignment_not_graded_yet_is_nobodys_missing_hand_in(crafted):
     _, record, _ = crafted
-    later = report.Assignment("ps13_capstone", "", [("test_value", 2.0)], hand_ins=[])
-    before = report.term(record)
-    after = report.term(report.ClassRecord(record.students, [*record.assignments, later]))
-    assert all(row["scores"]["ps13_capstone"] == report.NOT_YET for row in after)
+    later = class_record.Assignment("ps13_capstone", "", [("test_value", 2.0)], hand_ins=[])
+    before = class_record.term(record)
+    after = class_record.term(class_record.ClassRecord(record.students, [*record.assignments, later]))
+    assert all(row["scores"]["ps13_capstone"] == class_record.NOT_YET for row in after)
     assert [row["behind"] for row in after] == [row["behind"] for row in before]
 
 
@@ -239,12 +239,12 @@ def test_an_assignment_not_graded_yet_is_nobodys_missing_hand_in(crafted):
     ],
 )
 def test_the_same_mistake_with_other_numbers_reads_the_same(one, other):
-    assert report.mistake_pattern(one) == report.mistake_pattern(other)
+    assert class_record.mistake_pattern(one) == class_record.mistake_pattern(other)
 
 
 def test_different_mistakes_stay_apart_and_names_go():
-    assert report.mistake_pattern("x - 3 failed") != report.mistake_pattern("x + 3 failed")
-    anonymise = report.Anonymiser([report.Person("jdoe7", "Jane", "Doe", "jane@uni.example")])
+    assert class_record.mistake_pattern("x - 3 failed") != class_record.mistake_pattern("x + 3 failed")
+    anonymise = class_record.Anonymiser([class_record.Person("jdoe7", "Jane", "Doe", "jane@uni.example")])
     assert anonymise("JDOE7 wrote /home/jdoe7/a.py, ask Jane Doe (jane@uni.example)") == (
         "[student] wrote /home/[student]/a.py, ask [student] [student] ([student])"
     )
@@ -259,7 +259,7 @@ def test_postgresql_gradebook_gives_the_same_report(crafted, postgres, tmp_path,
     monkeypatch.setenv("DB_URL", url.replace("postgresql+psycopg://", "postgresql://"))  # as grading reads it
     assert report.main(["--course", str(course)]) == 0
     assert not (course / "gradebook.db").exists()
-    assert report.read_class(url, course) == record
+    assert class_record.read_class(url, course) == record
     for name, text in pages.items():
         assert (course / "report" / name).read_text() == text, name
     for table in sorted((sqlite_course / "report" / "csv").iterdir()):
@@ -347,15 +347,15 @@ def check_report_of_graded_class(course: Path, rows: list[dict], assignment: str
     scores = sorted(float(r["score"]) for r in rows if r["status"] == "graded")
     _, summary = page.tables["Summary of the scores (points)"]
     assert numbers(summary[0])[0] == 2 and numbers(summary[0])[4] == statistics.median(scores)
-    order = report.part_order(course, assignment)
+    order = class_record.part_order(course, assignment)
     _, groups = page.tables[f"{min(order, key=order.__getitem__)}: failure messages"]
-    assert groups[0][0] == "1" and groups[0][2] != report.NOT_RECORDED
+    assert groups[0][0] == "1" and groups[0][2] != class_record.NOT_RECORDED
     feedback = (course / "feedback" / "bob" / assignment / f"{assignment}.html").read_text()
     assert html.escape(groups[0][2]) in feedback, "the message grading gave bob's part"
     _, human = page.tables["Hand-ins grading could not score alone, and why"]
     assert [r[:2] for r in human] == [["cy", "unreadable"]] and "not a readable notebook" in human[0][2]
-    timed = sorted((course / "autograded").glob(f"*/{assignment}/{report.TIMING_FILE}"))
-    seconds = [report.grading_seconds(path) for path in timed]
+    timed = sorted((course / "autograded").glob(f"*/{assignment}/{class_record.TIMING_FILE}"))
+    seconds = [class_record.grading_seconds(path) for path in timed]
     assert len(seconds) == 2 and all(s is not None and s > 0 for s in seconds), "grading records each run's time"
     _, timing = page.tables["Grading time (seconds)"]
     assert numbers(timing[0])[0] == 2 and close(timing[0][-1:], [sum(s or 0 for s in seconds)])

@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from course_grader.handin import grade_hand_in
-from course_grader.sandbox import Limits, Sandbox, find_bwrap
+from course_grader.limits import Limits
+from course_grader.sandbox import Sandbox, find_bwrap
 from course_grader.verdict_memo import VerdictMemo
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")

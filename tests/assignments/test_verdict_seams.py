@@ -16,10 +16,13 @@ import nbformat
 import pytest
 from nbgrader_helpers import ROOT, fill_in, load_mistakes
 
+from course_grader.endpoint import Endpoint
 from course_grader.handin import grade_hand_in
-from course_grader.protocol import MAX_VALUES, Codec, Endpoint, ProtocolError
+from course_grader.limits import Limits
+from course_grader.plain_data import Codec
+from course_grader.protocol import MAX_VALUES, ProtocolError
 from course_grader.rules import read_rules
-from course_grader.sandbox import Limits, Sandbox, find_bwrap
+from course_grader.sandbox import Sandbox, find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="the grader's sandbox needs bubblewrap")
 
@@ -62,14 +65,39 @@ def _differences(v, theta, k, dt=DT):
     return hoop_height(v, theta, k, dt), gradient
 """
 
-FORGED_SETUP = """
-import gc
-__main__ = next(m for m in gc.get_objects() if type(m).__name__ == 'module' and 'JUDGE' in vars(m))
+# The runner's table of set-up functions, forged from a thread of the student's once the table
+# exists (after the last cell): whatever runs in the student's process is theirs to change (the
+# runner's own code included), so student_side's results are checked by the judge like any answer.
+FORGED_TABLE = """
+import gc, threading, time
 
-_forged = dict(__main__.SETUP, height_and_gradient=_differences)
-__main__.SETUP = _forged
-__main__.SETUP_FUNCTIONS = _forged
+
+def _made_up(v, theta, k, dt=DT):
+    return hoop_height(v, theta, k, dt), [1.0, 2.0, 3.0]
+
+
+def _forge():
+    for _ in range(500):
+        for f in gc.get_objects():
+            for cell in getattr(f, '__closure__', None) or () if type(f).__name__ == 'function' else ():
+                try:
+                    table = cell.cell_contents
+                except ValueError:
+                    continue
+                if type(table) is dict and table.get('height_and_gradient') not in (None, _made_up):
+                    table['height_and_gradient'] = _made_up
+        time.sleep(0.01)
+
+
+threading.Thread(target=_forge, daemon=True).start()
 """
+
+
+def test_ps13_a_forged_set_up_function_is_checked_like_an_answer():
+    """The forgery reaches the table (the judge reads its made-up gradient) and earns nothing."""
+    points, message = grade(PS13, {"final_step": TAU_ON_FLOATS + FORGED_TABLE}, {"test_final_step"})["test_final_step"]
+    assert points == 0 and "got [1. 2. 3.]" in message, message
+
 
 # The same forgery without the global: the set-up function's own code replaced in place (which
 # is what makes it pass in Jupyter).
@@ -83,7 +111,7 @@ height_and_gradient = _differences
 """
 
 
-@pytest.mark.parametrize("forgery", [FORGED_SETUP, FORGED_CODE, FORGED_GLOBALS], ids=["global", "code", "globals"])
+@pytest.mark.parametrize("forgery", [FORGED_CODE, FORGED_GLOBALS], ids=["code", "globals"])
 def test_ps13_set_up_functions_cannot_be_forged(forgery):
     """Fair: 0/2 for a final_step whose tau stops the gradient."""
     got = grade(PS13, {"final_step": TAU_ON_FLOATS + forgery}, {"test_final_step"})

@@ -1,5 +1,6 @@
 """The import graph of course_lib: modules import in one direction, and the scalar engines
-know nothing of tensors (book/architecture.md).
+know nothing of tensors (book/architecture.md). The grader, course_grader, imports in one
+direction too, and every module of both stays small enough to read in one sitting.
 
 The graph is read from the source with ``ast``, imports inside functions included, so a
 lazy import cannot hide a cycle. Each rule is also shown to fail on a temporary copy of
@@ -16,6 +17,8 @@ import pytest
 from paths import ROOT
 
 PACKAGE = ROOT / "course_lib"
+GRADER = ROOT / "course_grader"
+MOST_LINES = 500  # CONTRIBUTING.md: small modules
 SCALAR = {"check", "toposort", "graph", "forward", "scalar", "viz"}
 """The modules of chapters 1-7 (book/architecture.md): none may import a tensor module."""
 TENSOR = {"tensor", "ops", "sweep", "functional", "nn", "ig", "physics", "simulate"}
@@ -95,6 +98,22 @@ def test_course_lib_imports_in_one_direction_and_scalars_know_no_tensors():
     assert "course_lib.tensor.table" in graph["course_lib.tensor.core"]  # the graph does see edges
     assert "course_lib.tensor.backprop" in graph["course_lib.tensor.core"]  # Tensor.backward runs the sweep
     assert violations(PACKAGE) == []
+
+
+def test_course_grader_imports_in_one_direction():
+    graph = import_graph(GRADER)
+    assert "course_grader.limits" in graph["course_grader.control_groups"]  # the graph does see edges
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+@pytest.mark.parametrize("package", [PACKAGE, GRADER], ids=["course_lib", "course_grader"])
+def test_no_module_is_longer_than_the_guide(package):
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in package.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MOST_LINES
+    }
+    assert long == {}, f"split these modules by responsibility (at most {MOST_LINES} lines): {long}"
 
 
 def test_no_module_level_getattr_shim():

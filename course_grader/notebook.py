@@ -1,0 +1,116 @@
+"""The notebook as the runner runs it: the module its cells run in, one cell under a time limit,
+the set-up cells' functions kept as those cells defined them, and what the student's cells bound
+(:mod:`course_grader.runner`)."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import signal
+import sys
+import types
+from typing import Any
+
+from course_grader.protocol import Cell, CellOutcome, clip
+
+
+class CellTimeout(BaseException):
+    """A cell ran past its time."""
+
+
+# The notebook's cells run in a module of their own that stands as __main__ while they run, as
+# Jupyter's does: pickle (multiprocessing's Pool) finds a cell's function as __main__.<name>.
+NOTEBOOK = types.ModuleType("__main__")
+NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
+NAMESPACE["__builtins__"] = builtins
+SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
+MISSING = object()
+
+
+def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
+    """What a set-up cell just bound, kept in ``scope`` as it is now: each of its functions
+    rebuilt from the code it was compiled to, over ``scope`` instead of the notebook's
+    namespace (so replacing its ``__code__`` later, or rebinding a helper it calls, changes
+    nothing here)."""
+    for name, value in bound.items():
+        if type(value) is types.FunctionType and value.__code__.co_filename.startswith("<set-up "):
+            copy = types.FunctionType(value.__code__, scope, value.__name__, value.__defaults__, value.__closure__)
+            copy.__kwdefaults__ = value.__kwdefaults__
+            copy.__qualname__, copy.__doc__ = value.__qualname__, value.__doc__
+            value = copy
+        scope[name] = value
+
+
+def set_up_functions(scope: dict[str, Any], theirs: set[str]):
+    """How the judge's ``student_side(f, ...)`` finds the set-up cells' ``f``: as the set-up
+    cells defined it (:func:`freeze`), over the set-up cells' bindings and the builtins as they
+    were before any of the student's code ran, with the current values of ``theirs`` (the names
+    the answers bind) and of the set-up classes (which the answers may extend) only: it runs
+    the student's functions and classes and nothing else of theirs. A closure: no module
+    global of the runner, which the student's cells could rebind, refers to the table."""
+    table = {name: value for name, value in scope.items() if not name.startswith("__")}
+    classes = {name for name, value in table.items() if isinstance(value, type)}
+
+    def lookup(name: str) -> Any:
+        if name not in table:
+            raise NameError(f"the notebook's set-up cells define no {name!r}")
+        for current in theirs | classes:
+            value = NAMESPACE.get(current, MISSING)
+            if current in theirs and value is not MISSING or isinstance(value, type):
+                scope[current] = value
+        return table[name]
+
+    return lookup
+
+
+def run_cell(cell: Cell, timeout: float) -> CellOutcome:
+    try:
+        kind = {"setup": "set-up"}.get(cell["kind"], cell["kind"])
+        code = compile(cell["source"], f"<{kind} {cell['name']}>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return {
+            "status": "syntax",
+            "error": "SyntaxError",
+            "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+        }
+    out = io.StringIO()
+    saved = sys.stdout, sys.stderr
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise CellTimeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        sys.stdout = sys.stderr = out
+        exec(code, NAMESPACE)
+    except CellTimeout:
+        return {"status": "timeout", "error": "Timeout", "message": f"the cell ran longer than {timeout:g} s"}
+    except BaseException as error:  # noqa: BLE001 - a failing cell is reported, never fatal
+        return {"status": "error", "error": type(error).__name__, "message": clip(str(error))}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        sys.stdout, sys.stderr = saved
+    return {"status": "ok"}
+
+
+def student_names(setup_bound: dict[str, int], classes: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What the student's cells bound or changed: names the set-up cells did not bind (or bound
+    to something else), and the set-up cells' classes whose attributes they changed
+    (``Value.__mul__ = mul``)."""
+    changed = {
+        name: value
+        for name, value in NAMESPACE.items()
+        if not name.startswith("__") and setup_bound.get(name) != id(value) and not _is_module(value)
+    }
+    for name, attributes in classes.items():
+        cls = NAMESPACE.get(name)
+        if isinstance(cls, type) and {k: id(v) for k, v in vars(cls).items()} != attributes:
+            changed[name] = cls
+    return changed
+
+
+def _is_module(value: Any) -> bool:
+    return type(value).__name__ == "module"
