@@ -1,12 +1,14 @@
 """Control groups for the grader's sandboxes: where the grader may make them (root, cgroup v1
 or v2), each sandbox and each part's runner gets groups of its own with a process limit, a
 memory limit (its files in memory count) and an equal share of the processors, and whatever is
-left in them when the part ends is killed."""
+left in them when the part ends is killed. While the judge keeps a part frozen, a watchdog of
+its own thaws, empties and removes the part's groups should the judge die first."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -113,6 +115,80 @@ class ControlGroups:
                 group.rmdir()
             except OSError:
                 pass
+
+
+# The watchdog's shell script; its arguments are the groups. A line from the judge: the judge
+# thawed them itself, nothing to do. The end of the pipe without one: the judge died, maybe
+# with the groups frozen (cgroup v1's frozen processes cannot even die), and nobody else would
+# thaw them: it kills what is in them, thaws them (so the killed run no code of theirs first)
+# and removes them, trying for about 2 s. It ignores the signals that a terminal's Ctrl-C or a
+# service manager sends a whole group first.
+WATCHDOG = """
+trap '' INT TERM HUP QUIT
+read _ && exit
+tries=0
+while [ $tries -lt 100 ]; do
+    left=0
+    for group do
+        [ -d "$group" ] || continue
+        while read pid; do kill -9 "$pid"; done < "$group/cgroup.procs"
+        [ -e "$group/freezer.state" ] && echo THAWED > "$group/freezer.state"
+        [ -e "$group/cgroup.freeze" ] && echo 0 > "$group/cgroup.freeze"
+        rmdir "$group" || left=1
+    done
+    [ $left = 0 ] && exit
+    sleep 0.02
+    tries=$((tries + 1))
+done
+"""
+_WATCHED: set[int] = set()  # the write ends of the watchdogs' pipes this process holds
+
+
+class Watchdog:
+    """A shell outside the sandbox (a child of the judge, in the judge's own control groups,
+    which no part's process can signal) that waits on a pipe only this process can write to:
+    should this process die before :meth:`stop`, the pipe ends and the watchdog thaws, empties
+    and removes ``groups``."""
+
+    def __init__(self, groups: list[Path]):
+        read, self.write = os.pipe()  # both ends close on exec: no other program gets them
+        try:
+            self.process = subprocess.Popen(
+                ["/bin/sh", "-c", WATCHDOG, "watchdog", *map(str, groups)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # no Ctrl-C of the terminal's reaches it
+            )
+        except BaseException:
+            os.close(self.write)
+            raise
+        finally:
+            os.close(read)
+        _WATCHED.add(self.write)
+
+    def stop(self) -> None:
+        """The groups are thawed: the watchdog ends, leaving them alone."""
+        if self.write in _WATCHED:
+            _WATCHED.discard(self.write)
+            try:
+                os.write(self.write, b"\n")
+            except OSError:
+                pass  # the watchdog is gone already
+            finally:
+                os.close(self.write)
+            self.process.wait()
+
+
+def _forget_watched() -> None:
+    """In a forked copy of this process: the watchdogs' pipes are the parent's alone, so that
+    they end with it, whatever the copy does."""
+    for write in _WATCHED:
+        os.close(write)
+    _WATCHED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_watched)
 
 
 def freeze(group: Path, frozen: bool, seconds: float = 2.0) -> bool:
