@@ -1,14 +1,16 @@
 """Control groups for the grader's sandboxes: where the grader may make them (root, cgroup v1
 or v2), each sandbox and each part's runner gets groups of its own with a process limit, a
 memory limit (its files in memory count) and an equal share of the processors, and whatever is
-left in them when the part ends is killed. While the judge keeps a part frozen, a watchdog of
-its own thaws, empties and removes the part's groups should the judge die first."""
+left in them when the part ends is killed. Should the process that made them die first (the
+judge, killed maybe while a part is frozen), its :class:`Watchdog` does that."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -62,6 +64,7 @@ class ControlGroups:
     def make(self, limits: Limits) -> list[Path]:
         """New groups for one sandbox with its limits; the folders to join and remove."""
         name = uuid.uuid4().hex
+        Watchdog.watch([folder / name for folder in self.folders.values()])  # before they exist
         made = []
         try:
             if self.v2:
@@ -117,19 +120,20 @@ class ControlGroups:
                 pass
 
 
-# The watchdog's shell script; its arguments are the groups. A line from the judge: the judge
-# thawed them itself, nothing to do. The end of the pipe without one: the judge died, maybe
-# with the groups frozen (cgroup v1's frozen processes cannot even die), and nobody else would
-# thaw them: it kills what is in them, thaws them (so the killed run no code of theirs first)
-# and removes them, trying for about 2 s. It ignores the signals that a terminal's Ctrl-C or a
-# service manager sends a whole group first.
+# The watchdog's shell script: it notes each group named on its standard input until the pipe
+# ends, when the process that made the groups has ended, normally or killed (SIGKILL, the OOM
+# killer) maybe with a part frozen (cgroup v1's frozen processes cannot even die), and nobody
+# else would remove them: then it kills what is in those left, thaws them (so that the killed
+# run none of their code first) and removes them, trying for about 2 s. It ignores the signals
+# that a terminal's Ctrl-C or a service manager sends a whole group of processes first.
 WATCHDOG = """
 trap '' INT TERM HUP QUIT
-read _ && exit
+groups=
+while read group; do groups="$groups $group"; done
 tries=0
 while [ $tries -lt 100 ]; do
     left=0
-    for group do
+    for group in $groups; do
         [ -d "$group" ] || continue
         while read pid; do kill -9 "$pid"; done < "$group/cgroup.procs"
         [ -e "$group/freezer.state" ] && echo THAWED > "$group/freezer.state"
@@ -141,54 +145,72 @@ while [ $tries -lt 100 ]; do
     tries=$((tries + 1))
 done
 """
-_WATCHED: set[int] = set()  # the write ends of the watchdogs' pipes this process holds
 
 
 class Watchdog:
-    """A shell outside the sandbox (a child of the judge, in the judge's own control groups,
-    which no part's process can signal) that waits on a pipe only this process can write to:
-    should this process die before :meth:`stop`, the pipe ends and the watchdog thaws, empties
-    and removes ``groups``."""
+    """This process's watchdog (one, started with its first groups): a shell outside every
+    sandbox (a child of this process, in its control groups, where no part's process can
+    signal it) that reads the groups this process makes from a pipe only this process writes
+    to, and removes those left once this process has ended (:data:`WATCHDOG`)."""
 
-    def __init__(self, groups: list[Path]):
-        read, self.write = os.pipe()  # both ends close on exec: no other program gets them
-        try:
-            self.process = subprocess.Popen(
-                ["/bin/sh", "-c", WATCHDOG, "watchdog", *map(str, groups)],
-                stdin=read,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # no Ctrl-C of the terminal's reaches it
-            )
-        except BaseException:
-            os.close(self.write)
-            raise
-        finally:
-            os.close(read)
-        _WATCHED.add(self.write)
+    lock = threading.Lock()
+    write: int | None = None
+    process: subprocess.Popen[bytes] | None = None
 
-    def stop(self) -> None:
-        """The groups are thawed: the watchdog ends, leaving them alone."""
-        if self.write in _WATCHED:
-            _WATCHED.discard(self.write)
+    @classmethod
+    def watch(cls, groups: list[Path]) -> None:
+        """Have the watchdog remove ``groups``, and kill what is in them, if this process ends
+        first."""
+        names = "".join(f"{group}\n" for group in groups).encode()
+        with cls.lock:
             try:
-                os.write(self.write, b"\n")
-            except OSError:
-                pass  # the watchdog is gone already
+                os.write(cls._started(), names)
+            except BrokenPipeError:  # it was killed: a new one
+                cls.stop()
+                os.write(cls._started(), names)
+
+    @classmethod
+    def _started(cls) -> int:
+        if cls.write is None:
+            read, write = os.pipe()  # both ends close on exec: no other program gets them
+            try:
+                cls.process = subprocess.Popen(
+                    ["/bin/sh", "-c", WATCHDOG],
+                    stdin=read,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # no Ctrl-C of the terminal's reaches it
+                )
+            except BaseException:
+                os.close(write)
+                raise
             finally:
-                os.close(self.write)
-            self.process.wait()
+                os.close(read)
+            cls.write = write
+        return cls.write
+
+    @classmethod
+    def stop(cls) -> None:
+        """As this process exits: the pipe ends, the watchdog removes the groups left (if any)
+        and ends."""
+        if cls.write is not None:
+            os.close(cls.write)
+            cls.write = None
+        if cls.process is not None:
+            cls.process.wait()
+            cls.process = None
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked copy of this process, which has a watchdog of its own if it makes groups:
+        the parent's pipe is the parent's alone, so that it ends with the parent."""
+        if cls.write is not None:
+            os.close(cls.write)
+        cls.write, cls.process, cls.lock = None, None, threading.Lock()
 
 
-def _forget_watched() -> None:
-    """In a forked copy of this process: the watchdogs' pipes are the parent's alone, so that
-    they end with it, whatever the copy does."""
-    for write in _WATCHED:
-        os.close(write)
-    _WATCHED.clear()
-
-
-os.register_at_fork(after_in_child=_forget_watched)
+atexit.register(Watchdog.stop)
+os.register_at_fork(after_in_child=Watchdog.forget)
 
 
 def freeze(group: Path, frozen: bool, seconds: float = 2.0) -> bool:

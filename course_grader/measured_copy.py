@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from course_grader.control_groups import ControlGroups, Watchdog, freeze, procs, wait_for
+from course_grader.control_groups import ControlGroups, freeze, procs, wait_for
 from course_grader.meter import MemoryMeter, MeterError, memory_group, peak_of
 
 if TYPE_CHECKING:
@@ -70,8 +70,6 @@ class CopyMeter:
                     (part / "cgroup.procs").write_text(str(self.pid))
             wait_for(lambda: not any(procs(made) for made in fresh))  # the copy ends once it has answered
             ControlGroups.remove(fresh)
-            if copy.watchdog is not None:
-                copy.watchdog.stop()
 
     def alone(self, function: Callable[[], Any]) -> tuple[Any, int]:
         """``function()``, the judge's own code, in a forked copy of the judge born in fresh
@@ -108,7 +106,6 @@ class Copy:
     def __init__(self, runner: int, groups: list[Path], fresh: list[Path], before: set[int], memory: Path):
         self.runner, self.groups, self.fresh, self.before, self.memory = runner, groups, fresh, before, memory
         self.frozen: list[Path] = []
-        self.watchdog: Watchdog | None = None  # thaws the part should the judge die while it is frozen
         self.shared = 0  # the part's shared memory once it is frozen
         self.part: MemoryMeter | None = None  # ... and what it holds from then on
         self.held = self.owned = 0
@@ -128,7 +125,6 @@ class Copy:
             raise MeterError("the copy of your process shares its memory with it: the call cannot be measured")
         for part in self.groups:
             (part / "cgroup.procs").write_text(str(self.runner))
-        self.watchdog = Watchdog([*self.groups, *self.fresh])
         for part in self.groups:
             self.frozen.append(part)
             try:
