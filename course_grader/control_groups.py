@@ -128,8 +128,9 @@ class ControlGroups:
 # that a terminal's Ctrl-C or a service manager sends a whole group of processes first.
 WATCHDOG = """
 trap '' INT TERM HUP QUIT
+set -f
 groups=
-while read group; do groups="$groups $group"; done
+while read -r group; do groups="$groups $group"; done
 tries=0
 while [ $tries -lt 100 ]; do
     left=0
