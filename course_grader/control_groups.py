@@ -1,12 +1,16 @@
 """Control groups for the grader's sandboxes: where the grader may make them (root, cgroup v1
 or v2), each sandbox and each part's runner gets groups of its own with a process limit, a
 memory limit (its files in memory count) and an equal share of the processors, and whatever is
-left in them when the part ends is killed."""
+left in them when the part ends is killed. Should the process that made them die first (the
+judge, killed maybe while a part is frozen), its :class:`Watchdog` does that."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
+import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -58,6 +62,7 @@ class ControlGroups:
     def make(self, limits: Limits) -> list[Path]:
         """New groups for one sandbox with its limits; the folders to join and remove."""
         name = uuid.uuid4().hex
+        Watchdog.watch([folder / name for folder in self.folders.values()])  # before they exist
         made = []
         try:
             if self.v2:
@@ -111,6 +116,100 @@ class ControlGroups:
                 group.rmdir()
             except OSError:
                 pass
+
+
+# The watchdog's shell script: it notes each group named on its standard input until the pipe
+# ends, when the process that made the groups has ended, normally or killed (SIGKILL, the OOM
+# killer) maybe with a part frozen (cgroup v1's frozen processes cannot even die), and nobody
+# else would remove them: then it kills what is in those left, thaws them (so that the killed
+# run none of their code first) and removes them, trying for about 2 s. It ignores the signals
+# that a terminal's Ctrl-C or a service manager sends a whole group of processes first.
+WATCHDOG = """
+trap '' INT TERM HUP QUIT
+set -f
+groups=
+while read -r group; do groups="$groups $group"; done
+tries=0
+while [ $tries -lt 100 ]; do
+    left=0
+    for group in $groups; do
+        [ -d "$group" ] || continue
+        while read pid; do kill -9 "$pid"; done < "$group/cgroup.procs"
+        [ -e "$group/freezer.state" ] && echo THAWED > "$group/freezer.state"
+        [ -e "$group/cgroup.freeze" ] && echo 0 > "$group/cgroup.freeze"
+        rmdir "$group" || left=1
+    done
+    [ $left = 0 ] && exit
+    sleep 0.02
+    tries=$((tries + 1))
+done
+"""
+
+
+class Watchdog:
+    """This process's watchdog (one, started with its first groups): a shell outside every
+    sandbox (a child of this process, in its control groups, where no part's process can
+    signal it) that reads the groups this process makes from a pipe only this process writes
+    to, and removes those left once this process has ended (:data:`WATCHDOG`)."""
+
+    lock = threading.Lock()
+    write: int | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def watch(cls, groups: list[Path]) -> None:
+        """Have the watchdog remove ``groups``, and kill what is in them, if this process ends
+        first."""
+        names = "".join(f"{group}\n" for group in groups).encode()
+        with cls.lock:
+            try:
+                os.write(cls._started(), names)
+            except BrokenPipeError:  # it was killed: a new one
+                cls.stop()
+                os.write(cls._started(), names)
+
+    @classmethod
+    def _started(cls) -> int:
+        if cls.write is None:
+            read, write = os.pipe()  # both ends close on exec: no other program gets them
+            try:
+                cls.process = subprocess.Popen(
+                    ["/bin/sh", "-c", WATCHDOG],
+                    stdin=read,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # no Ctrl-C of the terminal's reaches it
+                )
+            except BaseException:
+                os.close(write)
+                raise
+            finally:
+                os.close(read)
+            cls.write = write
+        return cls.write
+
+    @classmethod
+    def stop(cls) -> None:
+        """As this process exits: the pipe ends, the watchdog removes the groups left (if any)
+        and ends."""
+        if cls.write is not None:
+            os.close(cls.write)
+            cls.write = None
+        if cls.process is not None:
+            cls.process.wait()
+            cls.process = None
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked copy of this process, which has a watchdog of its own if it makes groups:
+        the parent's pipe is the parent's alone, so that it ends with the parent."""
+        if cls.write is not None:
+            os.close(cls.write)
+        cls.write, cls.process, cls.lock = None, None, threading.Lock()
+
+
+atexit.register(Watchdog.stop)
+os.register_at_fork(after_in_child=Watchdog.forget)
 
 
 def freeze(group: Path, frozen: bool, seconds: float = 2.0) -> bool:
