@@ -1387,3 +1387,67 @@ def test_a_tests_own_time_out_is_judged_afresh_for_identical_code(tmp_path):
     failed = Verdict(phase="hidden", error="AssertionError", message="f(2) should be 4")
     memo.put(memo.key(part), asdict(failed))  # type: ignore[arg-type]
     assert memo.get(memo.key(part)) == asdict(failed)
+
+
+# ---- ps07 and ps09 (red8), one part each ---------------------------------------------------------
+PS07, PS09 = "ps07_tensor_vjps", "ps09_integrated_gradients"
+
+
+def grade_one_part(assignment: str, answers: dict[str, str], only: str, timeout: float = 30) -> tuple[float, str]:
+    """Points and message (with its notes) of one part of ``assignment``, the solution's answers but
+    ``answers``."""
+    name = f"{assignment}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / assignment / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / assignment))
+    hand_in = fill_in(release, source, answers)
+    (result,) = grade_hand_in(source, hand_in, ROOT / "exercises" / assignment, sandbox, timeout, name, {only})
+    return result.points, " ".join([result.message, *result.notes])
+
+
+# ps07 (1): Value.backward alone was ruled out; a loss built of the scalar engine's Values and swept
+# by their own _backward closures in interior_postorder's order (Value.backward's four lines) scored
+# 3/3 for softmax_cross_entropy, and the same object arrays of Values do every other part. Fair: 0/3.
+# The rules now take course_lib.scalar out whole.
+PS07_CROSS_ENTROPY_BY_VALUES = """
+from course_lib.scalar import Value
+from course_lib.toposort import interior_postorder
+
+
+def softmax_cross_entropy(logits, labels):
+    N = logits.shape[0]
+    xs = [[Value(float(v)) for v in row] for row in logits - logits.max(axis=1, keepdims=True)]
+    loss = 0.0
+    for n in range(N):
+        loss = loss + (sum(x.exp() for x in xs[n]).log() - xs[n][int(labels[n])]) / N
+    topo = interior_postorder(loss)
+    for node in topo:
+        node.grad = 0.0
+    loss.grad = 1.0
+    for node in reversed(topo):
+        node._backward(node.grad)
+    return loss.data, np.array([[x.grad for x in row] for row in xs])
+"""
+
+
+def test_ps07_the_scalar_engine_does_not_differentiate_the_loss():
+    points, message = grade_one_part(
+        PS07, {"softmax_cross_entropy": PS07_CROSS_ENTROPY_BY_VALUES}, "test_softmax_cross_entropy"
+    )
+    assert points == 0 and "exercise rule" in message, message
+
+
+# ps09 (1): shot_attributions typed in the hit the visible test prints (10.0229, 0.91528) instead
+# of running fit_shot(); the hidden test compared with IG at the student's own hit: 2/2. Fair: 0/2.
+# The hidden test now checks every returned hit against course_lib's fit_shot().
+PS09_HIT_TYPED_IN = """
+def shot_attributions(steps=50):
+    hit, miss = np.array([10.0229, 0.91528]), np.array(START_SHOT)
+    attributions = integrated_gradients_riemann(gradient_function(shot_height), hit, miss, steps)
+    return hit, attributions, completeness_gap(attributions, shot_height, hit, miss)
+"""
+
+
+def test_ps09_the_hit_comes_from_fit_shot_not_from_the_tests_message():
+    points, message = grade_one_part(PS09, {"shot_attributions": PS09_HIT_TYPED_IN}, "test_shot_attributions")
+    assert points == 0 and "run fit_shot()" in message, message
