@@ -1451,3 +1451,109 @@ def shot_attributions(steps=50):
 def test_ps09_the_hit_comes_from_fit_shot_not_from_the_tests_message():
     points, message = grade_one_part(PS09, {"shot_attributions": PS09_HIT_TYPED_IN}, "test_shot_attributions")
     assert points == 0 and "run fit_shot()" in message, message
+
+
+# ps09 (2), honest: the path built as a Tensor and handed to f_grad, whose np.asarray(points,
+# dtype=float) reads a Tensor entry by entry in Jupyter (3/3 there). Graded, the judge's f_grad
+# asks the runner for the array without the dtype, np.asarray(tensor) makes an object array
+# there, and the part scored 0/3 ("cannot turn Tensor into an array of numbers"). Open: the
+# stand-in's __array__ should send its dtype, so the runner converts as Jupyter does.
+PS09_PATH_AS_TENSOR = """
+from course_lib.tensor import Tensor
+
+
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    alphas = np.arange(1, steps + 1)[:, None] / steps
+    grads = f_grad(Tensor(baseline + alphas * (x - baseline)))
+    return (x - baseline) * grads.sum(axis=0) / steps
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="Remote.__array__ drops its dtype: a Tensor the judge reads is an object array")
+def test_ps09_a_tensor_handed_to_f_grad_is_read_as_in_jupyter():
+    points, message = grade_one_part(
+        PS09, {"integrated_gradients_riemann": PS09_PATH_AS_TENSOR}, "test_integrated_gradients_riemann"
+    )
+    assert points == 3, message
+
+
+# ps07 (2): a part where the course's answer to an earlier part runs on the student's objects
+# hides the student's texts from its messages, since those objects see what the reference does
+# (the solution). Numbers carry it out as well: linear_classifier (part 4 left blank) handed the
+# reference softmax_cross_entropy a spying array that noted each operation made on it, and
+# returned the codes as gW, which the visible test's message prints: 4241 4242 4243 ... said
+# "logits.shape, logits.max(axis=1, keepdims=True), logits - that, ...", the stable softmax of
+# the solution. Open: such a part's messages should show no value the student's process sent.
+PS07_SPYING_LOGITS = """
+_OPS = []
+
+
+def _plain(v):
+    return v.v if isinstance(v, _Spy) else v
+
+
+class _Spy:
+    def __init__(self, v):
+        self.v = np.asarray(v)
+
+    def __getattr__(self, name):
+        attr = getattr(self.v, name)
+        if not callable(attr):
+            _OPS.append(("attr", name))
+            return attr
+
+        def call(*args, **kwargs):
+            _OPS.append((name, tuple(sorted(kwargs.items()))))
+            return _Spy(attr(*map(_plain, args), **{k: _plain(v) for k, v in kwargs.items()}))
+
+        return call
+
+    def __sub__(self, other):
+        _OPS.append(("sub",))
+        return _Spy(self.v - _plain(other))
+
+    def __getitem__(self, key):
+        _OPS.append(("getitem",))
+        return _Spy(self.v[_plain(key)])
+
+    def __neg__(self):
+        _OPS.append(("neg",))
+        return _Spy(-self.v)
+
+    def __float__(self):
+        return float(self.v)
+
+    def __array__(self, dtype=None, copy=None):
+        _OPS.append(("array",))
+        return self.v if dtype is None else self.v.astype(dtype)
+
+
+_CODES = {("attr", "shape"): 1, ("max", (("axis", 1), ("keepdims", True))): 2, ("sub",): 3, ("array",): 4}
+
+
+def linear_classifier(X, W, b, labels):
+    _OPS.clear()
+    loss, g = softmax_cross_entropy(_Spy(X @ W + b), labels)  # the course's answer, on the spy
+    trace = [4240 + _CODES.get(op, 9) for op in _OPS][: W.size]
+    gW = np.zeros(W.shape)
+    gW.flat[: len(trace)] = trace
+    return loss, gW, np.asarray(g).sum(axis=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="numbers the student's objects send show in a part where a reference ran")
+def test_ps07_what_the_reference_did_to_a_spy_does_not_reach_feedback():
+    blank = "def softmax_cross_entropy(logits, labels):\n    raise NotImplementedError()\n"
+    answers = {"softmax_cross_entropy": blank, "linear_classifier": PS07_SPYING_LOGITS}
+    name = f"{PS07}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / PS07 / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / PS07 / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / PS07))
+    parts = {"test_softmax_cross_entropy", "test_linear_classifier"}  # part 4 fails: its reference stands in
+    results = grade_hand_in(
+        source, fill_in(release, source, answers), ROOT / "exercises" / PS07, sandbox, 30, name, parts
+    )
+    (part,) = [r for r in results if r.grade_id == "test_linear_classifier"]
+    assert part.points == 0
+    assert "4242" not in part.message and "4243" not in part.message, part.message
