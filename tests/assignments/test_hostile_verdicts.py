@@ -18,6 +18,9 @@ builtins defined by the student's cells (shadow_builtins), set-up functions run 
 student's side (ps11_resets_counter, ps11_count_ops_in_place, ps04_recursion_unlimited),
 course_lib's other central difference (ref_other_function), arrays passed by value
 (writes_to_x), a Cyrillic look-alike id, and a feedback page left empty by a lone surrogate.
+Open in ps07 and ps09 (red8, strict xfail): a Tensor the judge reads with np.asarray(...,
+dtype=float), numbers carrying out what a reference did to a spying object, and ps07's loss
+differentiated by the complex step.
 Set HOSTILE_VERDICTS_DUMP=<file> to get every hand-in's parts and messages as JSON.
 """
 
@@ -1557,3 +1560,33 @@ def test_ps07_what_the_reference_did_to_a_spy_does_not_reach_feedback():
     (part,) = [r for r in results if r.grade_id == "test_linear_classifier"]
     assert part.points == 0
     assert "4242" not in part.message and "4243" not in part.message, part.message
+
+
+# ps07 (3): the loss's gradient by the complex step, f(x + ih) = f(x) + ih f'(x) + O(h^2), one
+# column of every row at once: exact to rounding, C forward passes, and no VJP derived (3/3, in
+# Jupyter too). Fair: 0/3 (the part's work is the rule (P - onehot) / N). Open, and not visible
+# from outside the student's process: its results are the right numbers; the README's "Not
+# guaranteed" should say so, as it does for ps08's training that only looks like it.
+PS07_CROSS_ENTROPY_BY_COMPLEX_STEP = """
+def _losses(z, labels):
+    shifted = z - z.real.max(axis=1, keepdims=True)
+    return np.log(np.exp(shifted).sum(axis=1)) - shifted[np.arange(len(labels)), labels]
+
+
+def softmax_cross_entropy(logits, labels):
+    N, C = logits.shape
+    grad = np.zeros((N, C))
+    for c in range(C):
+        z = logits.astype(complex)
+        z[:, c] += 1e-30j
+        grad[:, c] = _losses(z, labels).imag / 1e-30 / N
+    return float(_losses(logits.astype(float), labels).mean()), grad
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="a derivative by the complex step gives the right numbers: no test sees it")
+def test_ps07_the_complex_step_is_not_a_vjp():
+    points, message = grade_one_part(
+        PS07, {"softmax_cross_entropy": PS07_CROSS_ENTROPY_BY_COMPLEX_STEP}, "test_softmax_cross_entropy"
+    )
+    assert points == 0, message
