@@ -12,15 +12,14 @@ is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tes
 round trips to the student's process, with 20 s per test instead of 5). ps13's and ps08's
 attacks are graded on their own, one part only (a whole ps13 hand-in takes half a minute).
 
-Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
+Attacks that once gained points, each a case here that holds since its fix:
 rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
 builtins defined by the student's cells (shadow_builtins), set-up functions run on the
 student's side (ps11_resets_counter, ps11_count_ops_in_place, ps04_recursion_unlimited),
 course_lib's other central difference (ref_other_function), arrays passed by value
 (writes_to_x), a Cyrillic look-alike id, and a feedback page left empty by a lone surrogate.
-Open in ps07 and ps09 (red8, strict xfail): a Tensor the judge reads with np.asarray(...,
-dtype=float), numbers carrying out what a reference did to a spying object, and ps07's loss
-differentiated by the complex step.
+Open in ps07 (red8, strict xfail, in the README's "Not guaranteed"): numbers carrying out what a
+reference did to a spying object, and ps07's loss differentiated by the complex step.
 Set HOSTILE_VERDICTS_DUMP=<file> to get every hand-in's parts and messages as JSON.
 """
 
@@ -1463,8 +1462,8 @@ def test_ps09_the_hit_comes_from_fit_shot_not_from_the_tests_message():
 # ps09 (2), honest: the path built as a Tensor and handed to f_grad, whose np.asarray(points,
 # dtype=float) reads a Tensor entry by entry in Jupyter (3/3 there). Graded, the judge's f_grad
 # asks the runner for the array without the dtype, np.asarray(tensor) makes an object array
-# there, and the part scored 0/3 ("cannot turn Tensor into an array of numbers"). Open: the
-# stand-in's __array__ should send its dtype, so the runner converts as Jupyter does.
+# there, and the part scored 0/3 ("cannot turn Tensor into an array of numbers"). An array of
+# numbers that NumPy can only make of objects is now read as np.asarray(value, dtype=float) is.
 PS09_PATH_AS_TENSOR = """
 from course_lib.tensor import Tensor
 
@@ -1477,7 +1476,6 @@ def integrated_gradients_riemann(f_grad, x, baseline, steps):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="Remote.__array__ drops its dtype: a Tensor the judge reads is an object array")
 def test_ps09_a_tensor_handed_to_f_grad_is_read_as_in_jupyter():
     points, message = grade_one_part(
         PS09, {"integrated_gradients_riemann": PS09_PATH_AS_TENSOR}, "test_integrated_gradients_riemann"
