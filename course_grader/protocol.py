@@ -117,8 +117,11 @@ def convert(value: Any, to: str) -> Any:
     """``value`` as the plain type ``to`` names (one of ``CONVERSIONS``; ``array``: an array of numbers)."""
     if to == "array":
         array = np.asarray(value)
-        if array.dtype == object:
-            raise TypeError(f"cannot turn {type(value).__name__} into an array of numbers")
+        if array.dtype == object:  # a sequence of objects, each a number (0-d Tensors): as np.asarray(x, float)
+            try:
+                array = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise TypeError(f"cannot turn {type(value).__name__} into an array of numbers") from None
         return np.array(array)
     if to == "index":
         return operator.index(value)

@@ -12,12 +12,14 @@ is graded once, two at a time, with short limits (ps03, ps04 and ps11, whose tes
 round trips to the student's process, with 20 s per test instead of 5). ps13's and ps08's
 attacks are graded on their own, one part only (a whole ps13 hand-in takes half a minute).
 
-Attacks that gain points at the time of writing (their tests fail until the grader is fixed):
+Attacks that once gained points, each a case here that holds since its fix:
 rigged arithmetic on returned objects (rig_object, rig_ndarray_subclass, rig_float_subclass),
 builtins defined by the student's cells (shadow_builtins), set-up functions run on the
 student's side (ps11_resets_counter, ps11_count_ops_in_place, ps04_recursion_unlimited),
 course_lib's other central difference (ref_other_function), arrays passed by value
 (writes_to_x), a Cyrillic look-alike id, and a feedback page left empty by a lone surrogate.
+Open in ps07 (red8, strict xfail, in the README's "Not guaranteed"): numbers carrying out what a
+reference did to a spying object, and ps07's loss differentiated by the complex step.
 Set HOSTILE_VERDICTS_DUMP=<file> to get every hand-in's parts and messages as JSON.
 """
 
@@ -1387,3 +1389,199 @@ def test_a_tests_own_time_out_is_judged_afresh_for_identical_code(tmp_path):
     failed = Verdict(phase="hidden", error="AssertionError", message="f(2) should be 4")
     memo.put(memo.key(part), asdict(failed))  # type: ignore[arg-type]
     assert memo.get(memo.key(part)) == asdict(failed)
+
+
+# ---- ps07 and ps09 (red8), one part each ---------------------------------------------------------
+PS07, PS09 = "ps07_tensor_vjps", "ps09_integrated_gradients"
+
+
+def grade_parts(assignment: str, answers: dict[str, str], parts: set[str], timeout: float = 30) -> dict:
+    """{grade id: (points, message with its notes)} of the ``parts`` of ``assignment``, the
+    solution's answers but ``answers``."""
+    name = f"{assignment}.ipynb"
+    source = nbformat.read(ROOT / "solutions" / assignment / name, as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / name, as_version=4)
+    sandbox = Sandbox(Limits(wall_seconds=60, cpu_seconds=60), rules=read_rules(ROOT / "solutions" / assignment))
+    hand_in = fill_in(release, source, answers)
+    results = grade_hand_in(source, hand_in, ROOT / "exercises" / assignment, sandbox, timeout, name, parts)
+    return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
+
+
+def grade_one_part(assignment: str, answers: dict[str, str], only: str) -> tuple[float, str]:
+    return grade_parts(assignment, answers, {only})[only]
+
+
+# ps07 (1): Value.backward alone was ruled out; a loss built of the scalar engine's Values and swept
+# by their own _backward closures in interior_postorder's order (Value.backward's four lines) scored
+# 3/3 for softmax_cross_entropy, and the same object arrays of Values do every other part. Fair: 0/3.
+# The rules now take course_lib.scalar out whole.
+PS07_CROSS_ENTROPY_BY_VALUES = """
+from course_lib.scalar import Value
+from course_lib.toposort import interior_postorder
+
+
+def softmax_cross_entropy(logits, labels):
+    N = logits.shape[0]
+    xs = [[Value(float(v)) for v in row] for row in logits - logits.max(axis=1, keepdims=True)]
+    loss = 0.0
+    for n in range(N):
+        loss = loss + (sum(x.exp() for x in xs[n]).log() - xs[n][int(labels[n])]) / N
+    topo = interior_postorder(loss)
+    for node in topo:
+        node.grad = 0.0
+    loss.grad = 1.0
+    for node in reversed(topo):
+        node._backward(node.grad)
+    return loss.data, np.array([[x.grad for x in row] for row in xs])
+"""
+
+
+def test_ps07_the_scalar_engine_does_not_differentiate_the_loss():
+    points, message = grade_one_part(
+        PS07, {"softmax_cross_entropy": PS07_CROSS_ENTROPY_BY_VALUES}, "test_softmax_cross_entropy"
+    )
+    assert points == 0 and "exercise rule" in message, message
+
+
+# ps09 (1): shot_attributions typed in the hit the visible test prints (10.0229, 0.91528) instead
+# of running fit_shot(); the hidden test compared with IG at the student's own hit: 2/2. Fair: 0/2.
+# The hidden test now checks every returned hit against course_lib's fit_shot().
+PS09_HIT_TYPED_IN = """
+def shot_attributions(steps=50):
+    hit, miss = np.array([10.0229, 0.91528]), np.array(START_SHOT)
+    attributions = integrated_gradients_riemann(gradient_function(shot_height), hit, miss, steps)
+    return hit, attributions, completeness_gap(attributions, shot_height, hit, miss)
+"""
+
+
+def test_ps09_the_hit_comes_from_fit_shot_not_from_the_tests_message():
+    points, message = grade_one_part(PS09, {"shot_attributions": PS09_HIT_TYPED_IN}, "test_shot_attributions")
+    assert points == 0 and "run fit_shot()" in message, message
+
+
+# ps09 (2), honest: the path built as a Tensor and handed to f_grad, whose np.asarray(points,
+# dtype=float) reads a Tensor entry by entry in Jupyter (3/3 there). Graded, the judge's f_grad
+# asks the runner for the array without the dtype, np.asarray(tensor) makes an object array
+# there, and the part scored 0/3 ("cannot turn Tensor into an array of numbers"). An array of
+# numbers that NumPy can only make of objects is now read as np.asarray(value, dtype=float) is.
+PS09_PATH_AS_TENSOR = """
+from course_lib.tensor import Tensor
+
+
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    alphas = np.arange(1, steps + 1)[:, None] / steps
+    grads = f_grad(Tensor(baseline + alphas * (x - baseline)))
+    return (x - baseline) * grads.sum(axis=0) / steps
+"""
+
+
+def test_ps09_a_tensor_handed_to_f_grad_is_read_as_in_jupyter():
+    points, message = grade_one_part(
+        PS09, {"integrated_gradients_riemann": PS09_PATH_AS_TENSOR}, "test_integrated_gradients_riemann"
+    )
+    assert points == 3, message
+
+
+# ps07 (2): a part where the course's answer to an earlier part runs on the student's objects
+# hides the student's texts from its messages, since those objects see what the reference does
+# (the solution). Numbers carry it out as well: linear_classifier (part 4 left blank) handed the
+# reference softmax_cross_entropy a spying array that noted each operation made on it, and
+# returned the codes as gW, which the visible test's message prints: 4241 4242 4243 ... said
+# "logits.shape, logits.max(axis=1, keepdims=True), logits - that, ...", the stable softmax of
+# the solution. Open: such a part's messages should show no value the student's process sent.
+PS07_SPYING_LOGITS = """
+_OPS = []
+
+
+def _plain(v):
+    return v.v if isinstance(v, _Spy) else v
+
+
+class _Spy:
+    def __init__(self, v):
+        self.v = np.asarray(v)
+
+    def __getattr__(self, name):
+        attr = getattr(self.v, name)
+        if not callable(attr):
+            _OPS.append(("attr", name))
+            return attr
+
+        def call(*args, **kwargs):
+            _OPS.append((name, tuple(sorted(kwargs.items()))))
+            return _Spy(attr(*map(_plain, args), **{k: _plain(v) for k, v in kwargs.items()}))
+
+        return call
+
+    def __sub__(self, other):
+        _OPS.append(("sub",))
+        return _Spy(self.v - _plain(other))
+
+    def __getitem__(self, key):
+        _OPS.append(("getitem",))
+        return _Spy(self.v[_plain(key)])
+
+    def __neg__(self):
+        _OPS.append(("neg",))
+        return _Spy(-self.v)
+
+    def __float__(self):
+        return float(self.v)
+
+    def __array__(self, dtype=None, copy=None):
+        _OPS.append(("array",))
+        return self.v if dtype is None else self.v.astype(dtype)
+
+
+_CODES = {("attr", "shape"): 1, ("max", (("axis", 1), ("keepdims", True))): 2, ("sub",): 3, ("array",): 4}
+
+
+def linear_classifier(X, W, b, labels):
+    _OPS.clear()
+    loss, g = softmax_cross_entropy(_Spy(X @ W + b), labels)  # the course's answer, on the spy
+    trace = [4240 + _CODES.get(op, 9) for op in _OPS][: W.size]
+    gW = np.zeros(W.shape)
+    gW.flat[: len(trace)] = trace
+    return loss, gW, np.asarray(g).sum(axis=0)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="numbers the student's objects send show in a part where a reference ran")
+def test_ps07_what_the_reference_did_to_a_spy_does_not_reach_feedback():
+    blank = "def softmax_cross_entropy(logits, labels):\n    raise NotImplementedError()\n"
+    answers = {"softmax_cross_entropy": blank, "linear_classifier": PS07_SPYING_LOGITS}
+    parts = {"test_softmax_cross_entropy", "test_linear_classifier"}  # part 4 fails: its reference stands in
+    points, message = grade_parts(PS07, answers, parts)["test_linear_classifier"]
+    assert points == 0
+    assert "4242" not in message and "4243" not in message, message
+
+
+# ps07 (3): the loss's gradient by the complex step, f(x + ih) = f(x) + ih f'(x) + O(h^2), one
+# column of every row at once: exact to rounding, C forward passes, and no VJP derived (3/3, in
+# Jupyter too). Fair: 0/3 (the part's work is the rule (P - onehot) / N). Open, and not visible
+# from outside the student's process: its results are the right numbers; the README's "Not
+# guaranteed" should say so, as it does for ps08's training that only looks like it.
+PS07_CROSS_ENTROPY_BY_COMPLEX_STEP = """
+def _losses(z, labels):
+    shifted = z - z.real.max(axis=1, keepdims=True)
+    return np.log(np.exp(shifted).sum(axis=1)) - shifted[np.arange(len(labels)), labels]
+
+
+def softmax_cross_entropy(logits, labels):
+    N, C = logits.shape
+    grad = np.zeros((N, C))
+    for c in range(C):
+        z = logits.astype(complex)
+        z[:, c] += 1e-30j
+        grad[:, c] = _losses(z, labels).imag / 1e-30 / N
+    return float(_losses(logits.astype(float), labels).mean()), grad
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="a derivative by the complex step gives the right numbers: no test sees it")
+def test_ps07_the_complex_step_is_not_a_vjp():
+    points, message = grade_one_part(
+        PS07, {"softmax_cross_entropy": PS07_CROSS_ENTROPY_BY_COMPLEX_STEP}, "test_softmax_cross_entropy"
+    )
+    assert points == 0, message
