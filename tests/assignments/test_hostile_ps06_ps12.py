@@ -1,0 +1,63 @@
+"""Hostile students against ps12 (tracing) and ps06 (custom rules, Jacobians), one part each.
+
+Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
+visible tests; every case grades one part in the real sandbox (``grade`` of
+test_verdict_seams.py) and asserts the fair score. A case marked ``xfail(strict=True)`` gains
+points today: its reason says what the grader would need.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_verdict_seams import grade
+
+PS12 = "ps12_tracing"
+
+# ps12 part 5: the transpose of a linear program is read off the graph that course_lib's own
+# reverse mode records with create_graph=True (its VJP rules), not written equation by
+# equation. ps12's rules remove course_lib.linearize (whose transpose is this part), but the
+# eager engine's VJP rules stay in the student's process, and a graph walk turns what they
+# record into a Program (ops of the op table, constants C, C.T or ones: all the test allows).
+ENGINE_TRANSPOSE = '''
+from course_lib.program import run as _run
+from course_lib.tensor import gradients as _gradients
+
+
+def transpose(linear):
+    """The transposed program, read off the graph the engine's own VJP rules record."""
+    xs = [Tensor(np.zeros(v.shape), requires_grad=True) for v in linear.inputs]
+    us = [Tensor(np.zeros(np.shape(o)), requires_grad=True) for o in linear.outputs]
+    total = Tensor(0.0)
+    for y, u in zip(_run(linear, xs), us):
+        total = total + (y * u).sum()
+    grads = _gradients(total, xs, create_graph=True, allow_unused=True)
+    names = {id(u): Var(u.shape) for u in us}
+    equations = []
+
+    def atom(t):
+        if id(t) in names:
+            return names[id(t)]
+        if not t._parents:
+            return np.array(t.data)
+        args = [atom(p) for p in t._parents]
+        out = Var(t.shape)
+        params = (t.shape,) if t._op in ("reshape", "broadcast_to") and not t._params else t._params
+        equations.append(Equation(t._op, args, params, out))
+        names[id(t)] = out
+        return out
+
+    outputs = [np.zeros(x.shape) if g is None else atom(g) for g, x in zip(grads, xs)]
+    return Program([names[id(u)] for u in us], equations, outputs)
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: course_lib's VJP rules (reverse mode with create_graph) do ps12's transpose; the "
+    "student's course_lib keeps them. Needs the grader to rule out reverse mode (backprop and the "
+    "op table's VJP rules) in ps12's copy, or the test to reject programs the engine's rules make",
+)
+def test_ps12_transpose_by_the_engines_reverse_mode_earns_nothing():
+    """Fair: 0/6, the part's work (one transposition rule per op) done by course_lib."""
+    points, message = grade(PS12, {"transpose": ENGINE_TRANSPOSE}, {"test_transpose"}, 60)["test_transpose"]
+    assert points == 0, message
