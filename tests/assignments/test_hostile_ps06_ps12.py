@@ -13,6 +13,43 @@ from test_verdict_seams import grade
 
 PS12 = "ps12_tracing"
 
+# ps12 part 2: make_program without a Tracer: f runs on Tensors that require grad and the
+# program is read off the graph the eager engine records (course_lib's own tracing, which is
+# what course_lib.trace adopts). Scored 2/2; the hidden test now calls make_program with a
+# function of the test's that notes whether it got Tracers.
+GRAPH_PROGRAM = '''
+def make_program(f, *args):
+    """f's program, read off the graph the eager engine records when f runs on Tensors."""
+    xs = [Tensor(np.zeros(np.shape(a)) + 0.5, requires_grad=True) for a in args]
+    results = f(*xs)
+    results = results if isinstance(results, tuple) else (results,)
+    names = {id(x): Var(x.shape) for x in xs}
+    equations = []
+
+    def atom(t):
+        if not isinstance(t, Tensor):
+            return np.asarray(t, dtype=np.float64)
+        if id(t) in names:
+            return names[id(t)]
+        if not t._parents:
+            return np.array(t.data)
+        args = [atom(p) for p in t._parents]
+        out = Var(t.shape)
+        equations.append(Equation(t._op, args, t._params, out))
+        names[id(t)] = out
+        return out
+
+    outputs = [atom(r) for r in results]
+    return Program([names[id(x)] for x in xs], equations, outputs)
+'''
+
+
+def test_ps12_make_program_from_the_engines_graph_earns_nothing():
+    """Fair: 0/2, the part's tracing done by the eager engine instead of the student's Tracer."""
+    points, message = grade(PS12, {"make_program": GRAPH_PROGRAM}, {"test_make_program"}, 60)["test_make_program"]
+    assert points == 0 and "not a Tracer" in message, message
+
+
 # ps12 part 5: the transpose of a linear program is read off the graph that course_lib's own
 # reverse mode records with create_graph=True (its VJP rules), not written equation by
 # equation. ps12's rules remove course_lib.linearize (whose transpose is this part), but the
