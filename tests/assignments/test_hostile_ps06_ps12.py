@@ -98,3 +98,53 @@ def test_ps12_transpose_by_the_engines_reverse_mode_earns_nothing():
     """Fair: 0/6, the part's work (one transposition rule per op) done by course_lib."""
     points, message = grade(PS12, {"transpose": ENGINE_TRANSPOSE}, {"test_transpose"}, 60)["test_transpose"]
     assert points == 0, message
+
+
+PS06 = "ps06_custom_rules_jacobians"
+
+# ps06 part 4, honest: the Jacobian returned as a course_lib Tensor (rows stacked with stack, as
+# course_lib's own jacobian returns it). In Jupyter np.asarray(J, dtype=float) reads it; graded,
+# the Tensor stood in the student's process and became an array of objects: 0/2 ("cannot turn
+# Tensor into an array of numbers"). The checks now read a Tensor's data (as_numbers).
+STACKED_TENSOR = '''
+def jacobian_by_vjps(f, x):
+    """The Jacobian of f at x, shape (m, n), one VJP per row."""
+    y, vjp_fn = vjp(f, x)
+    return stack([vjp_fn(e) for e in np.eye(y.shape[0])])
+'''
+
+
+def test_ps06_a_jacobian_returned_as_a_tensor_keeps_its_points():
+    """Fair: 2/2, as in Jupyter."""
+    points, message = grade(PS06, {"jacobian_by_vjps": STACKED_TENSOR}, {"test_jacobian_by_vjps"}, 60)[
+        "test_jacobian_by_vjps"
+    ]
+    assert points == 2, message
+
+
+# ps06 part 5: the Jacobian built row by row with VJPs (part 4's answer), f called n more times
+# for nothing so that the hidden test's count of f's evaluations (>= n, "one JVP per column")
+# is met. The judge cannot tell a wasted call of f from a JVP's: course_lib's jvp evaluates f
+# once and sweeps back twice, as a VJP does.
+ROWS_AS_COLUMNS = '''
+def jacobian_by_jvps(f, x):
+    """The Jacobian of f at x, one VJP per row; f called once more per column for the count."""
+    for _ in range(len(x)):
+        f(Tensor(x))
+    y, vjp_fn = vjp(f, x)
+    return np.stack([vjp_fn(row).data for row in np.eye(y.shape[0])])
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the hidden test counts f's evaluations, which wasted calls meet; counting the calls "
+    "of jvp itself needs the judge's calls_to in ps06's set-up (and would cost a student who calls jvp "
+    "under another name)",
+)
+def test_ps06_jvp_columns_faked_with_wasted_calls_earn_nothing():
+    """Fair: 0/2, no JVP made (the visible answer of part 4 reused)."""
+    points, message = grade(PS06, {"jacobian_by_jvps": ROWS_AS_COLUMNS}, {"test_jacobian_by_jvps"}, 60)[
+        "test_jacobian_by_jvps"
+    ]
+    assert points == 0, message
