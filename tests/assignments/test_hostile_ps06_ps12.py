@@ -44,10 +44,16 @@ def make_program(f, *args):
 '''
 
 
-def test_ps12_make_program_from_the_engines_graph_earns_nothing():
+# ... and the same with Tensors that are Tracers too (a class deriving from both), which pass an
+# isinstance check: the test also sees whether the Trace recorded f's equations.
+HYBRID_PROGRAM = "class _Both(Tensor, Tracer):\n    pass\n\n" + GRAPH_PROGRAM.replace("[Tensor(", "[_Both(")
+
+
+@pytest.mark.parametrize("answer", [GRAPH_PROGRAM, HYBRID_PROGRAM], ids=["tensors", "tensor_tracers"])
+def test_ps12_make_program_from_the_engines_graph_earns_nothing(answer):
     """Fair: 0/2, the part's tracing done by the eager engine instead of the student's Tracer."""
-    points, message = grade(PS12, {"make_program": GRAPH_PROGRAM}, {"test_make_program"}, 60)["test_make_program"]
-    assert points == 0 and "not a Tracer" in message, message
+    points, message = grade(PS12, {"make_program": answer}, {"test_make_program"}, 60)["test_make_program"]
+    assert points == 0, message
 
 
 # ps12 part 5: the transpose of a linear program is read off the graph that course_lib's own
