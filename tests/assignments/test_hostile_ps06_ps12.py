@@ -154,3 +154,31 @@ def test_ps06_jvp_columns_faked_with_wasted_calls_earn_nothing():
         "test_jacobian_by_jvps"
     ]
     assert points == 0, message
+
+
+# ps06 part 5, honest: the columns as one batched JVP, vmap(jvp) (jacfwd as JAX writes it, with
+# course_lib's vmap, which ps06 keeps). Correct at every hidden input, but f is evaluated once
+# (traced by vmap), and the hidden test asks for n evaluations: 0/2. The same count is what
+# ROWS_AS_COLUMNS meets with wasted calls; f's evaluations cannot tell the two apart.
+BATCHED_JVPS = '''
+from course_lib.vmap import vmap
+
+
+def jacobian_by_jvps(f, x):
+    """The Jacobian of f at x, shape (m, n), one JVP per column (batched with vmap)."""
+    columns = vmap(lambda t: jvp(f, (x,), (t,))[1])(np.eye(len(x)))
+    return columns.data.T
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the hidden test counts f's evaluations (>= n), which a batched JVP does not make; "
+    "counting JVP columns needs the judge to see jvp's tangents (calls_to('jvp') in ps06's set-up)",
+)
+def test_ps06_batched_jvp_columns_keep_their_points():
+    """Fair: 2/2, one JVP per column, batched."""
+    points, message = grade(PS06, {"jacobian_by_jvps": BATCHED_JVPS}, {"test_jacobian_by_jvps"}, 60)[
+        "test_jacobian_by_jvps"
+    ]
+    assert points == 2, message
