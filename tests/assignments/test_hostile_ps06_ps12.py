@@ -56,11 +56,11 @@ def test_ps12_make_program_from_the_engines_graph_earns_nothing(answer):
     assert points == 0, message
 
 
-# ps12 part 5: the transpose of a linear program is read off the graph that course_lib's own
-# reverse mode records with create_graph=True (its VJP rules), not written equation by
-# equation. ps12's rules remove course_lib.linearize (whose transpose is this part), but the
-# eager engine's VJP rules stay in the student's process, and a graph walk turns what they
-# record into a Program (ops of the op table, constants C, C.T or ones: all the test allows).
+# ps12 part 5: the transpose of a linear program read off the graph that course_lib's own
+# reverse mode records with create_graph=True (its VJP rules), not written equation by equation:
+# ops of the op table, constants C, C.T or ones, all the test allows. It scored 6/6: ps12's rules
+# removed course_lib.linearize (whose transpose is this part) but not the eager engine's reverse
+# mode, which they now rule out where the student's code runs (rules.toml).
 ENGINE_TRANSPOSE = '''
 from course_lib.program import run as _run
 from course_lib.tensor import gradients as _gradients
@@ -94,16 +94,46 @@ def transpose(linear):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: course_lib's VJP rules (reverse mode with create_graph) do ps12's transpose; the "
-    "student's course_lib keeps them. Needs the grader to rule out reverse mode (backprop and the "
-    "op table's VJP rules) in ps12's copy, or the test to reject programs the engine's rules make",
+# ... and the same graph made without the backward sweep: each equation's VJP rule from the op
+# table (OPS[op].rules), applied from the last equation to the first. ps12's rules now rule out
+# the backward sweep and the helpers of the rules of add, mul, sum and matmul (rules.toml).
+RULES_TRANSPOSE = ENGINE_TRANSPOSE.replace(
+    """    us = [Tensor(np.zeros(np.shape(o)), requires_grad=True) for o in linear.outputs]
+    total = Tensor(0.0)
+    for y, u in zip(_run(linear, xs), us):
+        total = total + (y * u).sum()
+    grads = _gradients(total, xs, create_graph=True, allow_unused=True)
+""",
+    """    us = [Tensor(np.zeros(np.shape(o)), requires_grad=True) for o in linear.outputs]
+    from course_lib.tensor import OPS
+    from course_lib.program import call_op
+    vals = {id(v): x for v, x in zip(linear.inputs, xs)}
+    const = lambda a: vals[id(a)] if isinstance(a, Var) else Tensor(a)
+    for e in linear.equations:
+        vals[id(e.out)] = call_op(e.op, [const(a) for a in e.args], e.params)
+    ct = {}
+    for o, u in zip(linear.outputs, us):
+        ct[id(o)] = ct[id(o)] + u if id(o) in ct else u
+    for e in reversed(linear.equations):
+        g = ct.pop(id(e.out), None)
+        if g is None:
+            continue
+        args = [const(a) for a in e.args]
+        for i, a in enumerate(e.args):
+            if isinstance(a, Var):
+                r = OPS[e.op].rules[i](g, vals[id(e.out)], *args, *e.params)
+                ct[id(a)] = ct[id(a)] + r if id(a) in ct else r
+    grads = [ct.get(id(v)) for v in linear.inputs]
+""",
 )
-def test_ps12_transpose_by_the_engines_reverse_mode_earns_nothing():
-    """Fair: 0/6, the part's work (one transposition rule per op) done by course_lib."""
-    points, message = grade(PS12, {"transpose": ENGINE_TRANSPOSE}, {"test_transpose"}, 60)["test_transpose"]
-    assert points == 0, message
+
+
+@pytest.mark.parametrize("answer", [ENGINE_TRANSPOSE, RULES_TRANSPOSE], ids=["gradients", "vjp_rules"])
+def test_ps12_transpose_by_the_engines_reverse_mode_earns_nothing(answer):
+    """Fair: 0/6, the part's work (one transposition rule per op) done by course_lib (6/6 before
+    the rules)."""
+    points, message = grade(PS12, {"transpose": answer}, {"test_transpose"}, 60)["test_transpose"]
+    assert points == 0 and "exercise rule" in message, message
 
 
 PS06 = "ps06_custom_rules_jacobians"
