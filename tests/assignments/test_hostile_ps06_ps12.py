@@ -2,8 +2,7 @@
 
 Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
 visible tests; every case grades one part in the real sandbox (``grade`` of
-test_verdict_seams.py) and asserts the fair score. A case marked ``xfail(strict=True)`` gains
-points today: its reason says what the grader would need.
+test_verdict_seams.py) and asserts the fair score.
 """
 
 from __future__ import annotations
@@ -159,9 +158,9 @@ def test_ps06_a_jacobian_returned_as_a_tensor_keeps_its_points():
 
 
 # ps06 part 5: the Jacobian built row by row with VJPs (part 4's answer), f called n more times
-# for nothing so that the hidden test's count of f's evaluations (>= n, "one JVP per column")
-# is met. The judge cannot tell a wasted call of f from a JVP's: course_lib's jvp evaluates f
-# once and sweeps back twice, as a VJP does.
+# for nothing so that a count of f's evaluations (>= n, "one JVP per column"), which the hidden
+# test used to make, is met (2/2 then): course_lib's jvp evaluates f once and sweeps back twice,
+# as a VJP does. The test now counts the calls of the notebook's jvp (calls_to, in the judge).
 ROWS_AS_COLUMNS = '''
 def jacobian_by_jvps(f, x):
     """The Jacobian of f at x, one VJP per row; f called once more per column for the count."""
@@ -172,12 +171,6 @@ def jacobian_by_jvps(f, x):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the hidden test counts f's evaluations, which wasted calls meet; counting the calls "
-    "of jvp itself needs the judge's calls_to in ps06's set-up (and would cost a student who calls jvp "
-    "under another name)",
-)
 def test_ps06_jvp_columns_faked_with_wasted_calls_earn_nothing():
     """Fair: 0/2, no JVP made (the visible answer of part 4 reused)."""
     points, message = grade(PS06, {"jacobian_by_jvps": ROWS_AS_COLUMNS}, {"test_jacobian_by_jvps"}, 60)[
@@ -188,8 +181,8 @@ def test_ps06_jvp_columns_faked_with_wasted_calls_earn_nothing():
 
 # ps06 part 5, honest: the columns as one batched JVP, vmap(jvp) (jacfwd as JAX writes it, with
 # course_lib's vmap, which ps06 keeps). Correct at every hidden input, but f is evaluated once
-# (traced by vmap), and the hidden test asks for n evaluations: 0/2. The same count is what
-# ROWS_AS_COLUMNS meets with wasted calls; f's evaluations cannot tell the two apart.
+# (traced by vmap), and the hidden test asked for n evaluations: 0/2. It now asks for a call of
+# jvp, which vmap makes once.
 BATCHED_JVPS = '''
 from course_lib.vmap import vmap
 
@@ -201,11 +194,6 @@ def jacobian_by_jvps(f, x):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the hidden test counts f's evaluations (>= n), which a batched JVP does not make; "
-    "counting JVP columns needs the judge to see jvp's tangents (calls_to('jvp') in ps06's set-up)",
-)
 def test_ps06_batched_jvp_columns_keep_their_points():
     """Fair: 2/2, one JVP per column, batched."""
     points, message = grade(PS06, {"jacobian_by_jvps": BATCHED_JVPS}, {"test_jacobian_by_jvps"}, 60)[
