@@ -130,9 +130,9 @@ def calls_to(name: str):
     calls: list[tuple] = []
     original = on_their_side(name)
 
-    def recorded(*args: Any) -> Any:
+    def recorded(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
-        return original(*args)
+        return original(*args, **kwargs)
 
     stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded), save=True)
     try:
