@@ -180,7 +180,8 @@ def test_typical_mistakes_score_partial_credit(course):
         assert 0 < score < max_score, f"{mistake}: {score}/{max_score} is not partial credit ({parts})"
         failed = {name for name, points in parts.items() if points == 0}
         assert failed == set(spec["fails"]), (
-            f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}"
+            f"{mistake}: expected {sorted(spec['fails'])} to fail, got {sorted(failed)}: "
+            + "; ".join(f"{g}: {m[:300]}" for g, m in course.feedback(student).items() if g in failed)
         )
         shown = "".join(course.feedback(student)[grade_id] for grade_id in spec["fails"])
         assert spec["message"] in shown, (

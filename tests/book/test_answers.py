@@ -22,7 +22,7 @@ import course  # tools/course.py
 import hide_answers
 import nbformat
 import pytest
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, NavigableString, PageElement
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbformat import NotebookNode
@@ -54,23 +54,30 @@ def sentences(markdown: str) -> list[str]:
 
 @cache
 def rendered(path: Path) -> BeautifulSoup:
-    """The chapter as nbconvert's HTML exporter renders it (its default, JupyterLab's template)."""
+    """The chapter as nbconvert's HTML exporter renders it (its default, JupyterLab's template),
+    without its scripts and styles."""
     html, _ = HTMLExporter().from_notebook_node(nbformat.read(path, as_version=4))
-    return BeautifulSoup(html, "html.parser")
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup.find_all(["script", "style"]):
+        tag.decompose()
+    return soup
+
+
+def shown(string: NavigableString) -> bool:
+    """Whether ``string`` shows before any ``<details>`` is opened: every closed ``<details>``
+    around it shows only its summary."""
+    inner: PageElement = string
+    for outer in string.parents:
+        if outer.name == "details" and not outer.has_attr("open") and inner.name != "summary":
+            return False
+        inner = outer
+    return True
 
 
 def page_text(soup: BeautifulSoup, *, click: bool) -> str:
     """The notebook's text; without ``click``, only what shows before any <details> is opened."""
-    soup = BeautifulSoup(str(soup), "html.parser")
-    for tag in soup.find_all(["script", "style"]):
-        tag.decompose()
-    if not click:
-        for details in soup.find_all("details"):
-            if not details.has_attr("open"):
-                for child in list(details.children):
-                    if getattr(child, "name", None) != "summary":
-                        child.extract()
-    return " ".join(soup.get_text(" ").split())
+    strings = soup.strings if click else filter(shown, soup.strings)
+    return " ".join(" ".join(strings).split())
 
 
 def shown_solutions(nb: NotebookNode, soup: BeautifulSoup) -> list[str]:
@@ -96,10 +103,8 @@ def test_jupyter_shows_no_answer_before_a_click(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids(CHAPTERS))
 def test_jupyter_shows_no_myst_markup(path):
-    soup = BeautifulSoup(str(rendered(path)), "html.parser")
-    for tag in soup.find_all(["script", "style", "pre", "code"]):
-        tag.decompose()
-    raw = MYST_MARKUP.findall(soup.get_text("\n"))
+    prose = (s for s in rendered(path).strings if not s.find_parent(["pre", "code"]))
+    raw = MYST_MARKUP.findall("\n".join(prose))
     assert raw == [], f"{path.name} shows MyST markup that only the book renders: {raw[:5]}"
 
 
