@@ -32,8 +32,10 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_hon
 from course_grader.grading import ClassGrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
-# Short enough to keep the suite quick, long enough for every honest cell in the course.
-GRADING_TIMEOUT = 20
+# Long enough for every honest cell in the course with four hand-ins graded at once on two
+# cores (ps03's reference standing in for a slip makes many round trips: 3-4 s alone, over 20 s
+# in a loaded run); a passing run never waits for it.
+GRADING_TIMEOUT = 40
 # The endless loop's: its first part waits this long; its other parts are the solution's.
 LOOP_TIMEOUT = 8
 
