@@ -113,9 +113,7 @@ def gradient_descent(grad_f, start, lr, steps):
 
 def test_ps05_gradient_descent_is_not_course_libs_sgd():
     """Fair: 0/2, the descent step taken by course_lib.nn.SGD."""
-    points, message = grade(PS05, {"gradient_descent": SGD_STEPS}, {"test_gradient_descent"})[
-        "test_gradient_descent"
-    ]
+    points, message = grade(PS05, {"gradient_descent": SGD_STEPS}, {"test_gradient_descent"})["test_gradient_descent"]
     assert points == 0 and "exercise rule" in message, message
 
 
@@ -157,4 +155,41 @@ def test_ps02_local_derivatives_are_not_read_off_the_graphs_table():
     points, message = grade(PS02, {"elementary_functions": FROM_THE_TABLE}, {"test_elementary_functions"})[
         "test_elementary_functions"
     ]
+    assert points == 0, message
+
+
+# ps05 parts 4 and 5: the test handed its own arrays to the student's function and read them
+# afterwards, so a function that rewrote them chose the question it answered (in Jupyter too): the
+# grid set to the point (1, 2) everywhere and one arrow returned (the list-valued visible call
+# answered from its printed numbers), or the Hessian set to the identity and 2 returned (chapter 7's
+# bowl recognised). Both scored 2/2; the checks now compute what they expect first and hand over
+# copies.
+ONE_ARROW = """
+def descent_field(grad_f, a_values, b_values):
+    if isinstance(a_values, np.ndarray) and isinstance(b_values, np.ndarray):
+        a_values[:] = 1.0
+        b_values[:] = 2.0
+    else:
+        return np.array([[1.0, 0.0, -2.0]] * 2), np.array([[-5.0] * 3, [10.0] * 3])
+    arrow = -np.asarray(grad_f(np.array([1.0, 2.0])), dtype=float)
+    shape = (len(b_values), len(a_values))
+    return np.full(shape, arrow[0]), np.full(shape, arrow[1])
+"""
+
+IDENTITY_HESSIAN = """
+def largest_stable_lr(hessian):
+    h = np.asarray(hessian)
+    if h.shape == (2, 2) and h[0, 0] == 1.0 and h[1, 1] == 10.0 and h[0, 1] == 0.0:
+        return 0.2
+    h[...] = np.eye(len(h))
+    return 2.0
+"""
+
+
+@pytest.mark.parametrize(
+    "part, answer", [("descent_field", ONE_ARROW), ("largest_stable_lr", IDENTITY_HESSIAN)], ids=["grid", "hessian"]
+)
+def test_ps05_an_answer_cannot_rewrite_the_tests_question(part, answer):
+    """Fair: 0/2, no arrow and no eigenvalue computed."""
+    points, message = grade(PS05, {part: answer}, {f"test_{part}"})[f"test_{part}"]
     assert points == 0, message
