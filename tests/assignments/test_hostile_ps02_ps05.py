@@ -193,3 +193,31 @@ def test_ps05_an_answer_cannot_rewrite_the_tests_question(part, answer):
     """Fair: 0/2, no arrow and no eigenvalue computed."""
     points, message = grade(PS05, {part: answer}, {f"test_{part}"})[f"test_{part}"]
     assert points == 0, message
+
+
+# Any assignment: an answer cell that sends the judge, over the runner's own channel, the event
+# the runner sends when a set-up cell fails. The judge took it for the grading machinery failing:
+# the whole hand-in went unscored to a human, the reason naming the assignment's set-up cell
+# ('tools' failed: ImportError). The runner reports set-up failures only before any of the
+# student's cells runs; after that, the event costs the part it came from.
+FORGED_SETUP_FAILURE = """
+import gc as _gc
+
+for _judge in _gc.get_objects():
+    if type(_judge).__name__ == "Endpoint":
+        _judge.send({"event": "setup-failed", "cell": "tools", "error": "ImportError",
+                     "message": "numpy.core.multiarray failed to import"})
+        break
+
+
+def largest_stable_lr(hessian):
+    return 0.0
+"""
+
+
+def test_an_answer_cannot_pose_as_a_broken_set_up():
+    """Fair: 0/2 for that part, the hand-in graded (not sent to a human as the grader's failure)."""
+    points, message = grade(PS05, {"largest_stable_lr": FORGED_SETUP_FAILURE}, {"test_largest_stable_lr"})[
+        "test_largest_stable_lr"
+    ]
+    assert points == 0 and "only its own set-up sends" in message, message
