@@ -2,8 +2,8 @@
 
 Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
 visible tests; every case grades one part in the real sandbox (``grade`` of
-test_verdict_seams.py) and asserts the fair score: the work the part asks for, done by a course_lib
-function instead, earns nothing.
+test_verdict_seams.py) and asserts the fair score: work done by a course_lib function instead,
+an answer that rewrote the test's own inputs, or one posing as a broken set-up earns nothing.
 """
 
 from __future__ import annotations
