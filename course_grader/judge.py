@@ -169,6 +169,13 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
                 elif kind == CELL_END:
                     running = None
                     _cell_note(event, verdict, tests={c["name"] for c in cells if c["kind"] == "test"})
+                elif kind == SETUP_FAILED and student_ran:
+                    # The runner reports only set-up cells that fail before any of the student's: this
+                    # one is the student's code posing as a broken set-up (the hand-in would go to a
+                    # human unscored, the assignment blamed).
+                    who = f"your cell '{running}'" if running else "your code"
+                    verdict.process_end = f"{who} sent the grader a message only its own set-up sends: the part fails"
+                    return verdict
                 elif kind == SETUP_FAILED:  # before the student's code: the grading set-up is broken
                     verdict.machinery = (
                         f"the assignment's own set-up cell '{clip(str(event.get('cell')), 80)}' failed in the "
