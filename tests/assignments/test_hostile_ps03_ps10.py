@@ -1,0 +1,109 @@
+"""Hostile students against ps10 (one model in course_lib and PyTorch) and ps03 (reverse mode).
+
+Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
+visible tests; every case grades its parts in the real sandbox (``grade`` of
+test_verdict_seams.py) and asserts the fair score: for an answer done with a tool its part does
+not ask for, or by a shortcut around the part's work, nothing; for an honest answer, what it scores
+when the notebook runs top to bottom in Jupyter.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_verdict_seams import grade
+
+PS03, PS10 = "ps03_reverse_mode", "ps10_pytorch_comparison"
+
+# ps10 part 1 asks for course_lib's engine; this one is part 2's PyTorch answer under part 1's
+# name. Both engines compute in float64 and agree to rounding, so it passed the rtol of 1e-9:
+# 2/2. The hidden test now compares the last bits, which differ between the two engines on
+# every problem it draws (as part 2's hidden test already does the other way round).
+PART_1_BY_PYTORCH = '''
+def course_loss_and_grads(params, X, y):
+    """The loss and gradients by PyTorch, not course_lib."""
+    tensors = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True) for name, value in params.items()}
+    loss = mlp_loss(tensors, torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64))
+    loss.backward()
+    return loss.item(), {name: t.grad.numpy() for name, t in tensors.items()}
+'''
+
+# ps10 part 4: the loss compiled with torch.compile, which works in Jupyter (Colab has the C++
+# compiler its default backend runs). It cannot work while graded: torch.compile imports functorch
+# and networkx, which the sandbox hides in every assignment (ps10 allows torch, torchgen, sympy and
+# mpmath), and its backend then starts the compiler, a program. It scored 0/3 without a word to
+# the student; the notebook's introduction now says that torch.compile fails when graded.
+TRAINING_COMPILED = '''
+def torch_training(params, X, y, lr, steps):
+    """Gradient descent on a compiled loss."""
+    named = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True) for name, value in params.items()}
+    X_t, y_t = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    loss_of = torch.compile(mlp_loss)
+    losses = []
+    for step in range(steps + 1):
+        loss = loss_of(named, X_t, y_t)
+        losses.append(loss.item())
+        if step == steps:
+            break
+        for p in named.values():
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():
+            for p in named.values():
+                p -= lr * p.grad
+    return losses
+'''
+
+
+@pytest.fixture(scope="module")
+def ps10():
+    """One ps10 hand-in, graded once: part 1 by PyTorch, part 4 compiled."""
+    answers = {"course_loss_and_grads": PART_1_BY_PYTORCH, "torch_training": TRAINING_COMPILED}
+    return grade(PS10, answers, {"test_course_loss_and_grads", "test_torch_training"}, 60)
+
+
+def test_ps10_part_1_done_by_pytorch_earns_nothing(ps10):
+    """Fair: 0/2, the part asks for course_lib's engine."""
+    points, message = ps10["test_course_loss_and_grads"]
+    assert points == 0 and "PyTorch's to the last bit" in message, message
+
+
+def test_ps10_training_on_a_compiled_loss_fails_as_the_notebook_says(ps10):
+    """Fair: 0/3, the notebook rules torch.compile out while graded."""
+    points, message = ps10["test_torch_training"]
+    assert points == 0 and "functorch" in message, message
+
+
+# ps03 part 4: no search at all. Every Value the student's class makes is logged (its __init__
+# wrapped), and the order is the nodes made since the last call, without leaves nothing uses:
+# a graph is made parents first, and the tests made each graph just before asking for its
+# order. It scored 2/2, in Jupyter too. The hidden test now asks first for the order of a
+# partial sum of the output, before which the last step's node was made without being its
+# ancestor.
+ORDER_AS_MADE = '''
+_made, _since = [], [0]
+_make = Value.__init__
+
+
+def _logged(self, *args, **kwargs):
+    _make(self, *args, **kwargs)
+    _made.append(self)
+
+
+Value.__init__ = _logged
+
+
+def topological_order(root):
+    """The nodes made since the last call, leaves that nothing uses left out."""
+    made = _made[_since[0]:]
+    _since[0] = len(_made)
+    used = {id(parent) for node in made for parent in node._parents}
+    return [node for node in made if node._parents or id(node) in used or node is root]
+'''
+
+
+def test_ps03_an_order_read_off_the_making_earns_nothing():
+    """Fair: 0/2, no order was searched for."""
+    points, message = grade(PS03, {"topological_order": ORDER_AS_MADE}, {"test_topological_order"})[
+        "test_topological_order"
+    ]
+    assert points == 0, message
