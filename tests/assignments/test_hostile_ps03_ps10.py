@@ -107,3 +107,42 @@ def test_ps03_an_order_read_off_the_making_earns_nothing():
         "test_topological_order"
     ]
     assert points == 0, message
+
+
+# ps03 part 4, honest: a correct order, then timed with IPython's %timeit in the same cell, as
+# students do in Jupyter (any assignment's answer cells alike). The runner compiles each cell
+# as plain Python, so the whole answer cell is a SyntaxError there: 0/2 for what scores 2/2 in
+# Jupyter (nbgrader's own autograde runs cells in a kernel, magics included).
+TIMED_ORDER = '''
+def topological_order(root):
+    """Parents first, by depth-first search."""
+    order, visited = [], set()
+
+    def visit(node):
+        if id(node) not in visited:
+            visited.add(id(node))
+            for parent in node._parents:
+                visit(parent)
+            order.append(node)
+
+    visit(root)
+    return order
+
+
+%timeit topological_order(Value(1.0) + Value(2.0))
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="course_grader.notebook.run_cell compiles a cell as plain Python: IPython's syntax (%magics, "
+    "!commands) is a SyntaxError that loses the whole answer cell. The fix: on a SyntaxError, transform the "
+    "cell with IPython's TransformerManager and run it with an InteractiveShell over the notebook's "
+    "namespace, made in the runner when a cell first needs it (a !command then meets the no-programs rule)",
+)
+def test_ps03_an_answer_cell_with_a_magic_keeps_its_points():
+    """Fair: 2/2, as in Jupyter."""
+    points, message = grade(PS03, {"topological_order": TIMED_ORDER}, {"test_topological_order"})[
+        "test_topological_order"
+    ]
+    assert points == 2, message
