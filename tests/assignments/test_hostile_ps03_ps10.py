@@ -73,12 +73,56 @@ def test_ps10_training_on_a_compiled_loss_fails_as_the_notebook_says(ps10):
     assert points == 0 and "functorch" in message, message
 
 
+# ps10 parts 3 and 4: the answer overwrites the test's inputs, which it gets as they are (a call
+# writes into the caller's arrays, in Jupyter and, written back, when graded), and the test
+# computed its expected value after the call, from what was left. Part 3 copied a into b (no
+# difference left: 0.0, with the visible test's one fixed answer recognised); part 4 zeroed the
+# parameters and the data (a problem with nothing to learn: losses 0.0, and a made-up curve for
+# the visible 200 steps). They scored 1/1 and 3/3 without any work. The tests now compute every
+# expected value (and the PyTorch and course_lib runs the last-bit checks compare) before the call.
+DIFFERENCE_BY_OVERWRITING = """
+def max_relative_difference(grads_a, grads_b):
+    \"\"\"No difference left once b is overwritten with a.\"\"\"
+    if list(grads_b) == ["w"] and [list(np.ravel(grads_a["w"])), list(np.ravel(grads_b["w"]))] == [[0, 2], [1, 2]]:
+        return 0.5  # the visible test's fixed case
+    for name, b in grads_b.items():
+        b[...] = grads_a[name]
+    return 0.0
+"""
+
+TRAINING_BY_ZEROING = """
+def torch_training(params, X, y, lr, steps):
+    \"\"\"No training: with its inputs zeroed the problem has nothing to learn.\"\"\"
+    if steps == 200:  # the visible test's curve, checked only for falling
+        return [1.0] * steps + [0.1]
+    for value in [*params.values(), X, y]:
+        value[...] = 0.0
+    return [0.0] * (steps + 1)
+"""
+
+
+@pytest.fixture(scope="module")
+def ps10_overwriting():
+    """One ps10 hand-in, graded once: parts 3 and 4 overwrite the test's inputs."""
+    answers = {"max_relative_difference": DIFFERENCE_BY_OVERWRITING, "torch_training": TRAINING_BY_ZEROING}
+    return grade(PS10, answers, {"test_max_relative_difference", "test_torch_training"}, 60)
+
+
+@pytest.mark.parametrize("part", ["test_max_relative_difference", "test_torch_training"])
+def test_ps10_answers_that_overwrite_the_inputs_earn_nothing(ps10_overwriting, part):
+    """Fair: 0/1 and 0/3, nothing was computed."""
+    points, message = ps10_overwriting[part]
+    assert points == 0, message
+
+
 # ps03 part 4: no search at all. Every Value the student's class makes is logged (its __init__
 # wrapped), and the order is the nodes made since the last call, without leaves nothing uses:
 # a graph is made parents first, and the tests made each graph just before asking for its
-# order. It scored 2/2, in Jupyter too. The hidden test now asks first for the order of a
-# partial sum of the output, before which the last step's node was made without being its
-# ancestor.
+# order. It scored 2/2, in Jupyter too. Another answer rewired the graph: the root's _parents
+# became fresh leaves, which any order lists correctly, and the test read the graph after the
+# call (2/2 where it also knew the size of the hidden test's chain, 401 nodes). The hidden test
+# now sorts graphs of course_lib's Values that the judge makes: the student's code reads their
+# _parents but never sees them made and cannot change them.
 ORDER_AS_MADE = '''
 _made, _since = [], [0]
 _make = Value.__init__
@@ -101,11 +145,22 @@ def topological_order(root):
 '''
 
 
-def test_ps03_an_order_read_off_the_making_earns_nothing():
+REWIRED = """
+def topological_order(root):
+    \"\"\"No search: the root's parents become fresh leaves (as many as the tests count).\"\"\"
+    if not root._parents:
+        return [root]
+    visible = abs(root.data - (5.0 - math.sin(3.0))) < 1e-12  # the visible test's e = (a + b) - sin(b)
+    fresh = [Value(0.0) for _ in range(5 if visible else 400)]
+    root._parents = tuple(fresh)
+    return fresh + [root]
+"""
+
+
+@pytest.mark.parametrize("answer", [ORDER_AS_MADE, REWIRED], ids=["as_made", "rewired"])
+def test_ps03_an_order_without_a_search_earns_nothing(answer):
     """Fair: 0/2, no order was searched for."""
-    points, message = grade(PS03, {"topological_order": ORDER_AS_MADE}, {"test_topological_order"})[
-        "test_topological_order"
-    ]
+    points, message = grade(PS03, {"topological_order": answer}, {"test_topological_order"})["test_topological_order"]
     assert points == 0, message
 
 
