@@ -63,10 +63,37 @@ def set_up_functions(scope: dict[str, Any], theirs: set[str]):
     return lookup
 
 
+# Cell magics whose body is the cell's own Python: it runs as it would, unmeasured.
+PLAIN_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
+
+
+def without_magics(source: str) -> str | None:
+    """``source`` with its IPython lines made plain Python, as far as they only measure, show or
+    install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``: each becomes
+    ``pass``; a ``%%time`` first line is dropped); None if it has none, or one that computes."""
+    lines, changed = source.split("\n"), False
+    first = next((k for k, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].startswith("%%"):
+        if lines[first].split()[0] not in PLAIN_CELL_MAGICS:
+            return None
+        lines[first], changed = "", True
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith(("%", "!")):
+            lines[k], changed = line[: len(line) - len(line.lstrip())] + "pass", True
+    return "\n".join(lines) if changed else None
+
+
 def run_cell(cell: Cell, timeout: float) -> CellOutcome:
     try:
         kind = {"setup": "set-up"}.get(cell["kind"], cell["kind"])
-        code = compile(cell["source"], f"<{kind} {cell['name']}>", "exec", dont_inherit=True)
+        name = f"<{kind} {cell['name']}>"
+        try:
+            code = compile(cell["source"], name, "exec", dont_inherit=True)
+        except SyntaxError:  # IPython's syntax, which Jupyter runs: its lines that only measure or show
+            plain = without_magics(cell["source"])
+            if plain is None:
+                raise
+            code = compile(plain, name, "exec", dont_inherit=True)
     except SyntaxError as error:
         return {
             "status": "syntax",
