@@ -149,14 +149,6 @@ def jacobian_by_vjps(f, x):
 '''
 
 
-def test_ps06_a_jacobian_returned_as_a_tensor_keeps_its_points():
-    """Fair: 2/2, as in Jupyter."""
-    points, message = grade(PS06, {"jacobian_by_vjps": STACKED_TENSOR}, {"test_jacobian_by_vjps"}, 60)[
-        "test_jacobian_by_vjps"
-    ]
-    assert points == 2, message
-
-
 # ps06 part 5: the Jacobian built row by row with VJPs (part 4's answer), f called n more times
 # for nothing so that a count of f's evaluations (>= n, "one JVP per column"), which the hidden
 # test used to make, is met (2/2 then): course_lib's jvp evaluates f once and sweeps back twice,
@@ -169,14 +161,6 @@ def jacobian_by_jvps(f, x):
     y, vjp_fn = vjp(f, x)
     return np.stack([vjp_fn(row).data for row in np.eye(y.shape[0])])
 '''
-
-
-def test_ps06_jvp_columns_faked_with_wasted_calls_earn_nothing():
-    """Fair: 0/2, no JVP made (the visible answer of part 4 reused)."""
-    points, message = grade(PS06, {"jacobian_by_jvps": ROWS_AS_COLUMNS}, {"test_jacobian_by_jvps"}, 60)[
-        "test_jacobian_by_jvps"
-    ]
-    assert points == 0, message
 
 
 # ps06 part 5, honest: the columns as one batched JVP, vmap(jvp) (jacfwd as JAX writes it, with
@@ -194,9 +178,15 @@ def jacobian_by_jvps(f, x):
 '''
 
 
-def test_ps06_batched_jvp_columns_keep_their_points():
-    """Fair: 2/2, one JVP per column, batched."""
-    points, message = grade(PS06, {"jacobian_by_jvps": BATCHED_JVPS}, {"test_jacobian_by_jvps"}, 60)[
-        "test_jacobian_by_jvps"
-    ]
-    assert points == 2, message
+@pytest.mark.parametrize(
+    "cell, answer, test, fair",
+    [
+        ("jacobian_by_vjps", STACKED_TENSOR, "test_jacobian_by_vjps", 2),
+        ("jacobian_by_jvps", ROWS_AS_COLUMNS, "test_jacobian_by_jvps", 0),
+        ("jacobian_by_jvps", BATCHED_JVPS, "test_jacobian_by_jvps", 2),
+    ],
+    ids=["a-tensor-jacobian-keeps-its-points", "wasted-calls-earn-nothing", "batched-jvps-keep-their-points"],
+)
+def test_ps06_jacobians_score_what_they_earn(cell, answer, test, fair):
+    points, message = grade(PS06, {cell: answer}, {test}, 60)[test]
+    assert points == fair, message
