@@ -7,9 +7,11 @@ Each assignment lists them once, in ``solutions/<assignment>/rules.toml``::
 
 While that assignment is graded, the course_lib the student's code runs with is a copy in
 which each listed function (or method, ``course_lib.tensor.Tensor.backward``) keeps its name
-and signature but only raises :class:`ExerciseRule`'s message. The copy is what the sandbox
-sees, so a call, a default argument, a closure, an alias or an import under another name all
-meet the same rule, and the feedback names it. The judge and the tests keep the real course_lib.
+and signature but only raises :class:`ExerciseRule`'s message; a listed module-level table
+(``course_lib.graph.PRIMITIVES``, the explicit graph's derivative formulas) is empty and every
+lookup in it raises the same. The copy is what the sandbox sees, so a call, a default argument,
+a closure, an alias or an import under another name all meet the same rule, and the feedback
+names it. The judge and the tests keep the real course_lib.
 
 Whole modules and packages go the same way, by the file system rather than by a hook in the
 student's process::
@@ -196,18 +198,34 @@ def _defined_at(rule: str) -> tuple[str, str]:
                 obj = getattr(obj, name)
         except AttributeError:
             raise RuleError(f"{rule}: course_lib has no such function") from None
+        if isinstance(obj, dict) and cut == len(parts) - 1:  # a module's table (graph.PRIMITIVES)
+            return ".".join(parts[:cut]), parts[-1]
         function = getattr(obj, "__func__", obj)  # a class method's function
         if not inspect.isfunction(function):
-            raise RuleError(f"{rule} is not a function of course_lib")
+            raise RuleError(f"{rule} is not a function or a module's table of course_lib")
         # as written in the source (a method assigned to a class later may be renamed for its docs)
         return function.__module__, function.__code__.co_qualname
     raise RuleError(f"{rule}: no such module in course_lib")
 
 
 def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
-    """The module's source with each named function's body replaced by the rule's error."""
+    """The module's source with each named function's body replaced by the rule's error, and
+    each named table by an empty one whose every lookup raises it."""
     tree = parse(text)
     for rule, qualname in names:
+        message = (
+            f"{rule} is not available in this assignment: the exercise asks you to write it "
+            "yourself (an exercise rule of the course)"
+        )
+        table = next((k for k, node in enumerate(tree.body) if _assigns(node, qualname)), None)
+        if table is not None:
+            name = qualname[0]
+            tree.body[table : table + 1] = parse(
+                f"class _RuledOut_{name}(dict):\n"
+                f"    def __missing__(self, key):\n        raise RuntimeError({message!r})\n"
+                f"{name} = _RuledOut_{name}()\n"
+            ).body
+            continue
         scope: list[ast.stmt] = tree.body
         found: ast.stmt | None = None
         for part in qualname:
@@ -217,13 +235,15 @@ def _without(text: str, names: list[tuple[str, list[str]]]) -> str:
             if isinstance(found, ast.ClassDef):
                 scope = found.body
         assert isinstance(found, ast.FunctionDef)
-        message = (
-            f"{rule} is not available in this assignment: the exercise asks you to write it "
-            "yourself (an exercise rule of the course)"
-        )
         docstring = found.body[:1] if ast.get_docstring(found) else []
         found.body = docstring + parse(f"raise RuntimeError({message!r})").body
     return ast.unparse(tree)
+
+
+def _assigns(node: ast.stmt, qualname: list[str]) -> bool:
+    """Whether ``node`` binds the module-level name ``qualname`` (``NAME = ...``, ``NAME: T = ...``)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return len(qualname) == 1 and any(isinstance(t, ast.Name) and t.id == qualname[0] for t in targets)
 
 
 def missing_module(name: str, why: str) -> str:

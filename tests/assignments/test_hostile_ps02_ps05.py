@@ -119,10 +119,11 @@ def test_ps05_gradient_descent_is_not_course_libs_sgd():
 
 # ps02 part 3: sin, cos, exp and log of a MyDual whose primal and local derivative are the
 # formulas of course_lib.graph.PRIMITIVES, evaluated as graph._evaluate does. rules.toml rules out
-# _evaluate and the wrapping functions because they compute local derivatives, but the table
-# itself is data (and its text is in the copy's source file, graph.py), which a rule cannot take
-# out of a module the set-up cell imports. The same table gives part 1's product rule and part
-# 2's quotient rule. Scored 2/2 (3/3 and 2/2 for parts 1 and 2 made the same way).
+# _evaluate and the wrapping functions because they compute local derivatives; the table itself
+# was data a rule could not name. The same table gives part 1's product rule and part 2's
+# quotient rule. Scored 2/2 (3/3 and 2/2 for parts 1 and 2 made the same way). A rule now names
+# the table: in the rules copy it is empty (its formulas gone from graph.py's source too) and
+# every lookup raises the rule.
 FROM_THE_TABLE = """
 def _rule(op, *duals):
     value, local_derivatives = graph.PRIMITIVES[op]
@@ -143,13 +144,6 @@ sin, cos, exp, log = (_lift(name) for name in ("sin", "cos", "exp", "log"))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: course_lib.graph.PRIMITIVES holds every local derivative as data (and as text in "
-    "graph.py); the rules can rule out functions and modules, not a table a set-up cell's module holds. "
-    "Fix: a rule kind that drops a table's derivative column from the rules copy's source, or a course_lib "
-    "whose explicit graph keeps its local derivatives in the wrapping functions only",
-)
 def test_ps02_local_derivatives_are_not_read_off_the_graphs_table():
     """Fair: 0/2, the derivatives of sin, cos, exp and log taken from course_lib."""
     points, message = grade(PS02, {"elementary_functions": FROM_THE_TABLE}, {"test_elementary_functions"})[

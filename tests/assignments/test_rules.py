@@ -52,8 +52,12 @@ except ImportError:
     target = getattr(importlib.import_module(owner), cls)
 import inspect
 function = getattr(target, name)
-required = [p for p in inspect.signature(function).parameters.values()
-            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+if isinstance(function, dict):  # a table: empty, and every lookup raises
+    assert not function, {rule!r} + " still holds its rows"
+    required, function = [None], function.__getitem__
+else:
+    required = [p for p in inspect.signature(function).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 try:
     function(*([None] * len(required)))
 except RuntimeError as error:
@@ -123,7 +127,7 @@ def test_a_ruled_function_fails_under_every_name_and_in_every_capture(tmp_path):
 def test_a_rule_naming_nothing_is_refused():
     with pytest.raises(RuleError, match="no such function"):
         course_lib_without(["course_lib.check.no_such_function"])
-    with pytest.raises(RuleError, match="not a function"):
+    with pytest.raises(RuleError, match="not a function or a module's table"):
         course_lib_without(["course_lib.__version__"])
 
 
