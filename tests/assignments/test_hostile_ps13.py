@@ -236,3 +236,84 @@ def test_ps13_a_padded_source_is_refused_before_it_is_parsed(refused):
     """Fair: 0/3, in seconds and without the judge's memory (1.5 GB before)."""
     points, message = refused["test_compile_program"]
     assert points == 0 and "characters for" in message, message
+
+
+# Honest: an engine pasted over the given one whose loss is the sum of the cross-entropies, not their mean
+# (a slip in an engine that ps13 does not grade), and the solution's step program written down from it. In
+# Jupyter 9/9 on parts 4 to 6. The grader's set-up functions (train_step, run_program, compiled_function)
+# compute with the given cells' functions, not those the student pasted: the compiled function that
+# compile_program returned (made with the student's) differed from run_program's, 0/3 before; it is now
+# compared with its own source made in its own namespace. The step is checked against course_lib's to
+# within the loss's scale.
+SUMMED_LOSS_ENGINE = '''
+def cross_entropy_value(logits, labels):
+    log_probs = log_softmax(logits)
+    return -log_probs[np.arange(len(labels)), labels].sum()
+
+
+def cross_entropy_vjp(grad, logits, labels):
+    delta = np.exp(log_softmax(logits))
+    delta[np.arange(len(labels)), labels] -= 1.0
+    return grad * delta
+
+
+def step_program(model, X, y):
+    """The program of train_step(model, X, y, lr): inputs p0, p1, ..., X, y, lr; outputs the loss and the
+    updated parameters."""
+    params = model.parameters()
+    loss = cross_entropy(model(X), y)
+    names = {id(p): f"p{k}" for k, p in enumerate(params)}
+    equations, forward = [], []
+
+    def emit(op, *args):
+        out = f"v{len(equations)}"
+        equations.append((out, op, list(args)))
+        return out
+
+    for node in topological_order(loss):
+        if not node._parents:
+            names.setdefault(id(node), "X")  # the one leaf that is not a parameter: the batch, as model(X) made it
+        else:
+            args = [names[id(parent)] for parent in node._parents]
+            if node._op == "cross_entropy":
+                args.append("y")
+            names[id(node)] = emit(node._op, *args)
+            forward.append((names[id(node)], node._op, args))
+    grads = {names[id(loss)]: emit("ones_like", names[id(loss)])}
+
+    def send(name, share):
+        grads[name] = emit("+", grads[name], share) if name in grads else share
+
+    for out, op, args in reversed(forward):
+        g = grads[out]
+        if op == "+":
+            for a in args:
+                send(a, emit("unbroadcast", g, a))
+        elif op == "*":
+            send(args[0], emit("unbroadcast", emit("*", g, args[1]), args[0]))
+            send(args[1], emit("unbroadcast", emit("*", g, args[0]), args[1]))
+        elif op == "@":
+            send(args[0], emit("@", g, emit("T", args[1])))
+            send(args[1], emit("@", emit("T", args[0]), g))
+        elif op == "neg":
+            send(args[0], emit("neg", g))
+        elif op == "relu":
+            send(args[0], emit("*", g, emit("positive", args[0])))
+        elif op == "cross_entropy":
+            send(args[0], emit("cross_entropy_vjp", g, *args))
+        else:
+            raise ValueError(f"step_program has no backward rule for the op {op!r}")
+    updated = [emit("-", f"p{k}", emit("*", "lr", grads[f"p{k}"])) for k in range(len(params))]
+    return {"inputs": [*(f"p{k}" for k in range(len(params))), "X", "y", "lr"],
+            "equations": equations, "outputs": [names[id(loss)], *updated]}
+    ### END SOLUTION'''
+
+
+def test_ps13_an_engine_of_ones_own_is_graded_as_in_jupyter():
+    parts = {"test_step_program", "test_eliminate_dead_code", "test_compile_program"}
+    got = grade(PS13, {"step_program": SUMMED_LOSS_ENGINE}, parts, 60)
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_step_program": 4,
+        "test_eliminate_dead_code": 2,
+        "test_compile_program": 3,
+    }, got
