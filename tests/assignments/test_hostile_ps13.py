@@ -309,11 +309,47 @@ def step_program(model, X, y):
     ### END SOLUTION'''
 
 
-def test_ps13_an_engine_of_ones_own_is_graded_as_in_jupyter():
-    parts = {"test_step_program", "test_eliminate_dead_code", "test_compile_program"}
-    got = grade(PS13, {"step_program": SUMMED_LOSS_ENGINE}, parts, 60)
-    assert {part: points for part, (points, _) in got.items()} == {
-        "test_step_program": 4,
-        "test_eliminate_dead_code": 2,
-        "test_compile_program": 3,
-    }, got
+# Part 3 again: forward mode through the flight to the launch's velocities and k, then backward() through
+# launch alone (so the launch probe sees its gradient double). Scored 6/6 with the launch probe alone; the
+# test also flies with heun_step_passing_k_back_twice, whose k passes back twice what a step sends it.
+FORWARD_THEN_LAUNCH = (
+    FORWARD_MODE.split("def checkpointed_gradient")[0]
+    + """
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    x0, y0, vx0, vy0 = launch(float(v), float(theta))
+    s = (x0, y0, Dual(vx0, (1, 0, 0)), Dual(vy0, (0, 1, 0)))
+    K = Dual(k, (0, 0, 1))
+    for _ in range(steps):
+        s = heun_step(s, K, dt)
+    h = final_step(s, K)
+    V, T = Value(v), Value(theta)
+    _, _, vx, vy = launch(V, T)
+    out = vx * h.d[0] + vy * h.d[1]
+    out.backward()
+    return h.a, [V.grad, T.grad, h.d[2]], checkpoints
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def own_engine() -> dict:
+    answers = {"checkpointed_gradient": FORWARD_THEN_LAUNCH, "step_program": SUMMED_LOSS_ENGINE}
+    parts = {"test_checkpointed_gradient", "test_step_program", "test_eliminate_dead_code", "test_compile_program"}
+    return grade(PS13, answers, parts, 60)
+
+
+def test_ps13_an_engine_of_ones_own_is_graded_as_in_jupyter(own_engine):
+    got = {part: points for part, (points, _) in own_engine.items() if part != "test_checkpointed_gradient"}
+    assert got == {"test_step_program": 4, "test_eliminate_dead_code": 2, "test_compile_program": 3}, own_engine
+
+
+def test_ps13_forward_mode_then_backward_through_launch_is_not_checkpointing(own_engine):
+    """Fair: 0/6 (was 6/6 with the launch probe alone)."""
+    points, message = own_engine["test_checkpointed_gradient"]
+    assert points == 0 and "heun_step_passing_k_back_twice" in message, message
