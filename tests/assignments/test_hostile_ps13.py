@@ -353,3 +353,25 @@ def test_ps13_forward_mode_then_backward_through_launch_is_not_checkpointing(own
     """Fair: 0/6 (was 6/6 with the launch probe alone)."""
     points, message = own_engine["test_checkpointed_gradient"]
     assert points == 0 and "heun_step_passing_k_back_twice" in message, message
+
+
+# Honest: the last step as a Heun step of its own length tau (its position update is the shortened step's).
+# The k probe doubled the k that final_step handed heun_step too: 0/6 with it at first; it now doubles k in
+# full steps only (dt a plain number, where tau is a Value).
+FINAL_STEP_AS_A_HEUN_STEP = '''
+def final_step(state, k):
+    """A Heun step of its own length tau: its position update is exact for the step's constant acceleration."""
+    x, y, vx, vy = state
+    ax, _ = acceleration(vx, vy, k)
+    d = HOOP[0] - x
+    tau = 2 * d / (vx + (vx * vx + 2 * ax * d) ** 0.5)
+    return heun_step(state, k, tau)[1]
+'''
+
+
+def test_ps13_a_last_step_made_by_heun_step_keeps_the_checkpointing_points():
+    got = grade(PS13, {"final_step": FINAL_STEP_AS_A_HEUN_STEP}, {"test_final_step", "test_checkpointed_gradient"}, 60)
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_final_step": 2,
+        "test_checkpointed_gradient": 6,
+    }, got
