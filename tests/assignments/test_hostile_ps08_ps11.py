@@ -8,8 +8,14 @@ grader gives, which is also what the notebook scores in Jupyter since the fix.
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 from test_verdict_seams import grade
+
+from course_grader import stand_ins
+from course_grader.stand_ins import JudgeCodec
+from course_grader.test_tools import calls_to
 
 PS08, PS11 = "ps08_training_mlp", "ps11_cheap_gradient"
 
@@ -154,3 +160,49 @@ def test_ps08_held_out_flowers_bound_at_definition_score_nothing():
     assert "X_test=X_test_raw" in TRAIN_ON_HELD_OUT_BOUND
     points, message = grade(PS08, {"train": TRAIN_ON_HELD_OUT_BOUND}, {"test_train"}, 60)["test_train"]
     assert points == 0, message
+
+
+def test_calls_counted_by_the_judge_keep_nothing_the_call_sent(monkeypatch):
+    """ps11's count of backward sweeps (calls_to) kept every call's arguments in the judge: a
+    gradient that called backward with 1,900,000 numbers ten times took the judge to about 1 GB."""
+
+    class Sent:  # stands for what one call brings (plain data decoded in the judge)
+        pass
+
+    class Channel:
+        codec = JudgeCodec()
+
+        def request(self, op, **fields):
+            return (lambda *args: None) if op == "setup" else None
+
+    channel = Channel()
+    monkeypatch.setattr(stand_ins, "CHANNEL", channel, raising=False)
+    with calls_to("backward") as calls:
+        (recorded,) = [f for f in channel.codec.objects.values() if getattr(f, "__name__", "") == "recorded"]
+        sent = Sent()
+        left = weakref.ref(sent)
+        recorded(sent)
+        recorded(Sent())
+        del sent
+        assert len(calls) == 2 and left() is None, calls
+
+
+# An endless loop inside a test's calls_to (or rebound) block: at the time limit the judge gave
+# the notebook's name back, a request the student's process, still looping, never answered; the
+# judge waited for the sandbox's CPU limit (300 s on a busy machine, graded "killed (out of
+# memory?)") instead of the test's 3 s.
+ENDLESS_REVERSE_MODE = """
+def gradient_by_reverse_mode(f, x):
+    leaves = [Var(Num(v)) for v in x]
+    out = f(leaves)
+    while out is not None:  # meant to walk the tape
+        pass
+    return [leaf.grad.value for leaf in leaves]
+"""
+
+
+def test_an_endless_loop_within_counted_calls_times_out_as_the_test():
+    points, message = grade(
+        PS11, {"gradient_by_reverse_mode": ENDLESS_REVERSE_MODE}, {"test_gradient_by_reverse_mode"}, 3
+    )["test_gradient_by_reverse_mode"]
+    assert points == 0 and "the test ran longer than 3 s" in message, message
