@@ -101,8 +101,9 @@ def gradient_by_forward_mode(f, x):
     return [leaf.grad.value for leaf in leaves]
 """
 
-# Honest: the points as NumPy arrays and the quotient of plain floats; forward mode with plain
-# float tangents, a tuple for f and the inputs seeded last to first.
+# Honest: the points as NumPy arrays and the quotient of plain floats; forward mode with a Dual
+# (its tangent a plain float) for the seeded input only, Nums for the others, in a tuple, the
+# inputs seeded last to first.
 HONEST_DIFFERENCES = """
 def gradient_by_differences(f, x, h=1e-5):
     x = np.asarray(x, dtype=float)
@@ -116,7 +117,7 @@ HONEST_FORWARD = """
 def gradient_by_forward_mode(f, x):
     partials = {}
     for i in reversed(range(len(x))):
-        out = f(tuple(Dual(Num(v), 1.0 if j == i else 0.0) for j, v in enumerate(x)))
+        out = f(tuple(Dual(Num(v), 1.0) if j == i else Num(v) for j, v in enumerate(x)))
         partials[i] = out.tangent.value
     return [partials[i] for i in sorted(partials)]
 """
