@@ -207,3 +207,69 @@ def test_an_endless_loop_within_counted_calls_times_out_as_the_test():
         PS11, {"gradient_by_reverse_mode": ENDLESS_REVERSE_MODE}, {"test_gradient_by_reverse_mode"}, 3
     )["test_gradient_by_reverse_mode"]
     assert points == 0 and "the test ran longer than 3 s" in message, message
+
+
+# ps11 part 2 still passes when the student's own Dual class records a tape for a reverse sweep
+# of its own while it looks like forward mode to f (n passes of Duals of x, seeded e_i): 2/2,
+# graded and in Jupyter (README, "Not guaranteed": operations inside the student's process).
+TAPE_IN_DUALS = """
+class Spy(Dual):
+    __slots__ = ("var",)
+
+    def __init__(self, primal, tangent, var=None):
+        super().__init__(primal, tangent)
+        self.var = Var(primal) if var is None else var
+
+    def _with(self, var):
+        return Spy(self.primal, self.tangent, var)
+
+    def __add__(self, other):
+        return self._with(self.var + getattr(other, "var", other))
+
+    def __sub__(self, other):
+        return self._with(self.var - getattr(other, "var", other))
+
+    def __mul__(self, other):
+        return self._with(self.var * getattr(other, "var", other))
+
+    __radd__, __rmul__ = __add__, __mul__
+
+    def __rsub__(self, other):
+        return self._with(other - self.var)
+
+    def __neg__(self):
+        return self._with(-self.var)
+
+    def sin(self):
+        return self._with(self.var.sin())
+
+    def cos(self):
+        return self._with(self.var.cos())
+
+    def exp(self):
+        return self._with(self.var.exp())
+
+    def tanh(self):
+        return self._with(self.var.tanh())
+
+
+def gradient_by_forward_mode(f, x):
+    gradient = []
+    for i in range(len(x)):
+        spies = [Spy(Num(v), Num(1.0 if j == i else 0.0)) for j, v in enumerate(x)]
+        out = f(spies)
+        if i == 0:
+            backward(out.var)
+            gradient = [spy.var.grad.value for spy in spies]
+    return gradient
+"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="what the student's Dual class does with a pass is theirs (README, Not guaranteed)"
+)
+def test_ps11_a_tape_inside_the_students_duals_scores_nothing():
+    points, message = grade(PS11, {"gradient_by_forward_mode": TAPE_IN_DUALS}, {"test_gradient_by_forward_mode"})[
+        "test_gradient_by_forward_mode"
+    ]
+    assert points == 0, message
