@@ -87,6 +87,7 @@ REFERENCE_MESSAGE = (
 )
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
+TEST_CLASSES: set[str] = set()  # set-up classes the tests keep as their own (rules' tests_own_classes)
 
 
 class CellTimeout(BaseException):
@@ -247,8 +248,10 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
     for name, value in theirs.items():
         # A test takes from the student only what the solution's answers define (so a student's
         # `abs` or `isinstance` is never the test's) and the set-up cells' classes the answers
-        # extend; the test's own helpers (the set-up cells' functions and data) stay its own.
-        if name in answers or _notebook_class(namespace.get(name)):
+        # extend; the test's own helpers (the set-up cells' functions and data) stay its own, and
+        # so do the classes the rules say the tests build their own objects of (ps04's Node: a
+        # Node whose .parents answered the judge otherwise made every graph a single node).
+        if name in answers or (_notebook_class(namespace.get(name)) and name not in TEST_CLASSES):
             namespace[name] = value
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
@@ -357,6 +360,7 @@ def main() -> None:
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
     rules = Rules(**{k: tuple(v) for k, v in job["rules"].items()})
+    TEST_CLASSES.update(rules.test_classes)
     sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0), view=job.get("view"))
     results = []
     skipped: dict[str, str] = {}
