@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import shutil
@@ -267,7 +268,9 @@ def hidden_packages(
     mounts = []
     for name in packages:
         try:
-            spec = importlib.util.find_spec(name)
+            # The path first: importlib.util.find_spec("pip") alone lets setuptools' distutils hack
+            # (a finder of its own) give up for the whole process, and nbgrader's import then fails.
+            spec = importlib.machinery.PathFinder.find_spec(name) or importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
         copies = [f for f in package_folders if (f / name).is_dir() or any(f.glob(f"{name}.*"))]

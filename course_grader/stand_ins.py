@@ -272,6 +272,7 @@ class JudgeCodec(Codec):
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
+        self.text_size = 0  # characters of the strings in texts
         self.sent: set[str] = set()
 
     def handle(self, obj: Any) -> int:
@@ -306,7 +307,8 @@ class JudgeCodec(Codec):
         value = super().decode(data, depth)
         if type(value) is str and len(value) > 2 and self.texts is not None:
             self.texts.add(value)
-            if len(self.texts) > MAX_TEXTS:
+            self.text_size += len(value)
+            if len(self.texts) > MAX_TEXTS or self.text_size > MAX_TEXT_SIZE:  # kept, they would fill the judge
                 self.texts = None
         return value
 
@@ -329,6 +331,7 @@ class JudgeCodec(Codec):
 
 
 MAX_TEXTS = 20_000  # strings of one part looked for in its hidden message
+MAX_TEXT_SIZE = 32 * 1024**2  # their characters (40 strings of 40 MB once filled the judge's 1.5 GB)
 MAX_SEARCH = 50_000_000  # characters of message times strings looked for: well under a second
 
 
