@@ -162,7 +162,9 @@ def best_step(f, x, f_prime, hs, method):
 # ps01, honest: IPython's help on a name (a SyntaxError in plain Python: 0/2 before), the typical
 # mistake in central_difference (0/2, fair), a gradient_fd built on the student's own
 # central_difference (0/2 before: it failed with it; now graded with the course's central
-# difference standing in), display() (Jupyter's builtin) and a %%time cell.
+# difference standing in), display() (Jupyter's builtin), a %%time cell, and an observed_order
+# that hands the test's method a cached f (0/1 before: the test's method is course_lib's
+# numerical_grad, which then ran in the student's process, where the rules had removed it).
 PS01_HONEST = {
     "forward_difference": """np.log10?
 
@@ -182,7 +184,14 @@ def forward_difference(f, x, h):
 """,
     "observed_order": """%%time
 def observed_order(f, x, f_prime, method, h):
-    coarse, fine = (abs(method(f, x, s) - f_prime) for s in (h, h / 10))
+    seen = {}  # each value of f computed once, handed to method as a function of its own
+
+    def cached(t):
+        if t not in seen:
+            seen[t] = f(t)
+        return seen[t]
+
+    coarse, fine = (abs(method(cached, x, s) - f_prime) for s in (h, h / 10))
     display(coarse, fine)
     return float(np.log10(coarse / fine))
 
