@@ -91,6 +91,27 @@ def dfs_postorder(output):
     return [seen[i] for i in sorted(seen, key=lambda i: -weights[i])]
 """
 
+# ps04, attack 3: no post-order either: the ancestors (a plain search) sorted by the number in
+# their names, which the graph builders hand out as they make nodes (so a valid order, in
+# Jupyter too), the visible diamond answered by its names: 2/2 (fair 0/2). The hidden tests now
+# rename their graphs' nodes at random.
+BY_NAMES_ORDER = """
+import re
+
+
+def dfs_postorder(output):
+    found, todo = {id(output): output}, [output]
+    while todo:
+        for parent in todo.pop().parents:
+            if id(parent) not in found:
+                found[id(parent)] = parent
+                todo.append(parent)
+    if output.name == "e":
+        return [n for name in ("a", "b", "s", "one", "t", "e") for n in found.values() if n.name == name]
+    letter = {"w": 2, "v": 1}
+    return sorted(found.values(), key=lambda n: (int(re.sub(r"\\D", "", n.name) or 0), letter.get(n.name[0], 0)))
+"""
+
 # ps04, honest: a class default and a helper method put on the notebook's Node, as in Jupyter,
 # working on the test's nodes (before: the deep test's graphs were then built through the
 # student's Node one request per node and timed out, 0/2), and counts keyed by the nodes.
@@ -209,6 +230,11 @@ def ps04():
 
 
 @pytest.fixture(scope="module")
+def ps04_names():
+    return grade(PS04, {"dfs_postorder": BY_NAMES_ORDER}, {"test_dfs_postorder"}, 60)
+
+
+@pytest.fixture(scope="module")
 def ps01():
     parts = {"test_forward_difference", "test_central_difference", "test_gradient_fd"}
     parts |= {"test_gradient_fd_leaves_x_alone", "test_best_step", "test_observed_order"}
@@ -224,6 +250,11 @@ def test_ps04_a_node_that_lies_to_the_judge_changes_nothing(ps04):
 def test_ps04_orders_are_not_borrowed_from_pip(ps04):
     points, message = ps04["test_dfs_postorder"]
     assert points == 0 and "No module named 'pip'" in message and "exercise rule" in message, message
+
+
+def test_ps04_an_order_read_off_the_nodes_names_scores_nothing(ps04_names):
+    points, message = ps04_names["test_dfs_postorder"]
+    assert points == 0 and "comes after its child" in message, message
 
 
 def test_ps04_what_an_answer_adds_to_node_works_on_the_tests_nodes(ps04):
