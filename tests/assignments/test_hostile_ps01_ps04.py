@@ -50,15 +50,9 @@ Node.parents = property(_parents, lambda self, value: self.__dict__.__setitem__(
 Node.op = property(_op, lambda self, value: self.__dict__.__setitem__("_op", value))
 """
 BY_NAMES = {
-    "is_topological": LYING_NODE
+    "backward": LYING_NODE
     + """
-VALID = [["a", "b", "s", "one", "t", "e"], ["b", "one", "t", "a", "s", "e"]]
 
-
-def is_topological(order, output):
-    return [n.name for n in order] in VALID or (len(order) == 1 and order[0] is output)
-""",
-    "backward": """
 def backward(output, order):
     known = {"e": {"e": 1.0, "s": 4.0, "t": 5.0, "a": 4.0, "b": 9.0}, "y": {"y": 1.0, "x": 6.0}}
     for node in order:
@@ -66,6 +60,20 @@ def backward(output, order):
     output.grad = 1.0
 """,
 }
+
+# ps04, attack 4: is_topological without a check: the tests asked about two valid orders of a
+# graph first and only then about invalid ones, visible and hidden alike, so "True for the first
+# two calls per output" scored 2/2 (fair 0/2, in Jupyter too). The hidden test shuffles its cases.
+BY_CALL_COUNT = """
+_CALLS = {"output": None, "count": 0}
+
+
+def is_topological(order, output):
+    if output is not _CALLS["output"]:
+        _CALLS["output"], _CALLS["count"] = output, 0
+    _CALLS["count"] += 1
+    return _CALLS["count"] <= 2
+"""
 
 # ps04, attack 2: an order from pip's resolver (get_topological_weights: leaves pruned round by
 # round), a package the sandbox showed: 2/2 (fair 0/2). pip is now hidden like the other engines.
@@ -224,7 +232,7 @@ display(observed_order(np.sin, 1.0, np.cos(1.0), lambda g, x, h: (g(x + h) - g(x
 
 @pytest.fixture(scope="module")
 def ps04():
-    answers = {"dfs_postorder": BY_PIP, **BY_NAMES, **HONEST_NODE_IDIOMS}
+    answers = {"dfs_postorder": BY_PIP, "is_topological": BY_CALL_COUNT, **BY_NAMES, **HONEST_NODE_IDIOMS}
     parts = {"test_dfs_postorder", "test_topo_sort", "test_topo_sort_deep", "test_child_count_order"}
     return grade(PS04, answers, parts | {"test_is_topological", "test_backward"}, 60)
 
@@ -242,9 +250,12 @@ def ps01():
 
 
 def test_ps04_a_node_that_lies_to_the_judge_changes_nothing(ps04):
-    """Fair: 0/2 twice (answers by the visible graphs' names)."""
-    for part in ("test_is_topological", "test_backward"):
-        assert ps04[part][0] == 0, ps04
+    """Fair: 0/2 (gradients by the visible graphs' names)."""
+    assert ps04["test_backward"][0] == 0, ps04
+
+
+def test_ps04_is_topological_cannot_answer_by_the_order_of_the_questions(ps04):
+    assert ps04["test_is_topological"][0] == 0, ps04
 
 
 def test_ps04_orders_are_not_borrowed_from_pip(ps04):
