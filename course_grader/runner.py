@@ -85,7 +85,7 @@ class Trusted:
             # Not on the judge's object: what the student's cells put on the notebook's class (a
             # helper method, a class default such as ``Node.seen = False``), as in Jupyter.
             cls = self.__class__
-            found = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), MISSING)
+            found: Any = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), MISSING)
             if cls is Trusted or cls.__module__ != "__main__" or found is MISSING:
                 raise
             return found.__get__(self, cls) if hasattr(type(found), "__get__") else found
