@@ -106,7 +106,12 @@ class Trusted:
         found = SETUP_CLASSES.get(qualname) if module == "__main__" else None
         if module.split(".")[0] == "course_lib" and module in sys.modules:
             found = getattr(sys.modules[module], qualname, None)
-        return found if isinstance(found, type) else Trusted
+        if not isinstance(found, type):
+            return Trusted
+        # A subclass the student's cells bound to the set-up class's name (``class Node(Node)``
+        # with helpers): in Jupyter the test's objects are made with it.
+        current = NAMESPACE.get(qualname) if module == "__main__" else None
+        return current if isinstance(current, type) and issubclass(current, found) else found
 
     def __getitem__(self, key: Any) -> Any:
         return ask(self, "getitem", key=encode(key))

@@ -173,6 +173,29 @@ def child_count_order(output):
 ''',
 }
 
+# ps04, honest: a subclass of the notebook's Node bound to its name, with a helper method, and
+# isinstance checks against it: the test's nodes are instances of it, as in Jupyter.
+NODE_SUBCLASS = """
+class Node(Node):
+    def ancestors(self):
+        found, todo = {self}, [self]
+        while todo:
+            for parent in todo.pop().parents:
+                if parent not in found:
+                    found.add(parent)
+                    todo.append(parent)
+        return found
+
+
+def is_topological(order, output):
+    if not all(isinstance(node, Node) for node in [output, *order]):
+        return False
+    if not order or order[-1] is not output or len(set(order)) != len(order) or set(order) != output.ancestors():
+        return False
+    position = {node: k for k, node in enumerate(order)}
+    return all(position[p] < position[n] for n in order for p in n.parents)
+"""
+
 # ps01, attack: a hidden message that prints a large value of the student's (here a set of
 # 60,000 numbers, never in hs), searched for each string the student's code sent before (here
 # 1,000, handed to f and refused): 20,000 strings and a 17 MB message kept the judge busy 12
@@ -238,8 +261,9 @@ def ps04():
 
 
 @pytest.fixture(scope="module")
-def ps04_names():
-    return grade(PS04, {"dfs_postorder": BY_NAMES_ORDER}, {"test_dfs_postorder"}, 60)
+def ps04_more():
+    answers = {"dfs_postorder": BY_NAMES_ORDER, "is_topological": NODE_SUBCLASS}
+    return grade(PS04, answers, {"test_dfs_postorder", "test_is_topological"}, 60)
 
 
 @pytest.fixture(scope="module")
@@ -263,9 +287,13 @@ def test_ps04_orders_are_not_borrowed_from_pip(ps04):
     assert points == 0 and "No module named 'pip'" in message and "exercise rule" in message, message
 
 
-def test_ps04_an_order_read_off_the_nodes_names_scores_nothing(ps04_names):
-    points, message = ps04_names["test_dfs_postorder"]
+def test_ps04_an_order_read_off_the_nodes_names_scores_nothing(ps04_more):
+    points, message = ps04_more["test_dfs_postorder"]
     assert points == 0 and "comes after its child" in message, message
+
+
+def test_ps04_a_subclass_of_node_bound_to_its_name_works_on_the_tests_nodes(ps04_more):
+    assert ps04_more["test_is_topological"][0] == 2, ps04_more
 
 
 def test_ps04_what_an_answer_adds_to_node_works_on_the_tests_nodes(ps04):
