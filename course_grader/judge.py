@@ -87,6 +87,8 @@ REFERENCE_MESSAGE = (
 )
 DEBUG = bool(os.environ.get("COURSE_GRADER_PROFILE"))  # tracebacks and timings on stderr
 ANSWER_NAMES: set[str] = set()  # what the solution's answer cells bind
+TEST_CLASSES: set[str] = set()  # set-up classes the tests keep as their own (rules' tests_own_classes)
+RULED_OUT: set[str] = set()  # the course_lib functions the student's process lacks (rules' write_yourself)
 
 
 class CellTimeout(BaseException):
@@ -247,12 +249,18 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
     for name, value in theirs.items():
         # A test takes from the student only what the solution's answers define (so a student's
         # `abs` or `isinstance` is never the test's) and the set-up cells' classes the answers
-        # extend; the test's own helpers (the set-up cells' functions and data) stay its own.
-        if name in answers or _notebook_class(namespace.get(name)):
+        # extend; the test's own helpers (the set-up cells' functions and data) stay its own, and
+        # so do the classes the rules say the tests build their own objects of (ps04's Node: a
+        # Node whose .parents answered the judge otherwise made every graph a single node).
+        if name in answers or (_notebook_class(namespace.get(name)) and name not in TEST_CLASSES):
             namespace[name] = value
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__.split(".")[0] == "course_lib":
-            namespace[name] = _where_the_objects_are(name, value)
+            # A function the rules take from the student's process runs here even on their
+            # objects: ps01's test hands best_step numerical_grad, which an honest best_step
+            # called with a function of its own (f with a cache) and failed on the rule.
+            if f"{value.__module__}.{value.__qualname__}" not in RULED_OUT:
+                namespace[name] = _where_the_objects_are(name, value)
     namespace.update(
         student_side=student_side,
         peak_memory=peak_memory,
@@ -357,6 +365,8 @@ def main() -> None:
     limits = Limits(**job["limits"])  # type: ignore[arg-type]
     resource.setrlimit(resource.RLIMIT_DATA, (limits.judge_memory_bytes, limits.judge_memory_bytes))
     rules = Rules(**{k: tuple(v) for k, v in job["rules"].items()})
+    TEST_CLASSES.update(rules.test_classes)
+    RULED_OUT.update(rules.functions)
     sandbox = Sandbox(limits, unsafe=job["unsafe"], rules=rules, slot=job.get("slot", 0), view=job.get("view"))
     results = []
     skipped: dict[str, str] = {}

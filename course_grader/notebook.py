@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import re
 import signal
 import sys
 import types
@@ -65,12 +66,21 @@ def set_up_functions(scope: dict[str, Any], theirs: set[str]):
 
 # Cell magics whose body is the cell's own Python: it runs as it would, unmeasured.
 PLAIN_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
+# IPython's help on a name (``np.argmin?``, ``??f``), which only shows a docstring.
+HELP_LINE = re.compile(r"[ \t]*(\?\??[A-Za-z_][\w.]*\*?|[A-Za-z_*][\w.*]*\?\??)[ \t]*")
+
+
+def display(*objects: Any, **options: Any) -> None:
+    """IPython's ``display``, which Jupyter puts among the builtins: what it shows is not graded."""
+
+
+builtins.display = display  # type: ignore[attr-defined]
 
 
 def without_magics(source: str) -> str | None:
     """``source`` with its IPython lines made plain Python, as far as they only measure, show or
-    install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``: each becomes
-    ``pass``; a ``%%time`` first line is dropped); None if it has none, or one that computes."""
+    install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``, ``np.argmin?``: each
+    becomes ``pass``; a ``%%time`` first line is dropped); None if it has none, or one that computes."""
     lines, changed = source.split("\n"), False
     first = next((k for k, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].startswith("%%"):
@@ -78,7 +88,7 @@ def without_magics(source: str) -> str | None:
             return None
         lines[first], changed = "", True
     for k, line in enumerate(lines):
-        if line.lstrip().startswith(("%", "!")):
+        if line.lstrip().startswith(("%", "!")) or HELP_LINE.fullmatch(line):
             lines[k], changed = line[: len(line) - len(line.lstrip())] + "pass", True
     return "\n".join(lines) if changed else None
 

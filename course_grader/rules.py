@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import shutil
@@ -68,6 +69,7 @@ OTHER_ENGINES = (
     "mypyc",
     "sqlalchemy",  # sqlalchemy.util.topological.sort (a ps04 topo_sort made of it scored 2/2)
     "alembic",  # its revision map sorts with sqlalchemy's
+    "pip",  # its resolver's get_topological_weights orders any graph (a ps04 dfs_postorder made of it scored 2/2)
 )
 
 
@@ -82,6 +84,9 @@ class Rules:
     functions: tuple[str, ...] = ()  # course_lib functions that only raise (write_yourself)
     modules: tuple[str, ...] = ()  # course_lib modules or subpackages whose import fails
     packages: tuple[str, ...] = OTHER_ENGINES  # third-party packages the sandbox does not show
+    # Set-up classes the tests build their own objects of, in the judge, whatever the answers add
+    # to them (tests_own_classes): what a student's cells add applies on the student's side only.
+    test_classes: tuple[str, ...] = ()
 
     @property
     def changes_course_lib(self) -> bool:
@@ -110,6 +115,7 @@ def read_rules(assignment_dir: Path) -> Rules:
         tuple(sorted(names("write_yourself", "course_lib."))),
         tuple(sorted(names("without_modules", "course_lib."))),
         tuple(packages),
+        tuple(names("tests_own_classes")),
     )
 
 
@@ -262,7 +268,9 @@ def hidden_packages(
     mounts = []
     for name in packages:
         try:
-            spec = importlib.util.find_spec(name)
+            # The path first: importlib.util.find_spec("pip") alone lets setuptools' distutils hack
+            # (a finder of its own) give up for the whole process, and nbgrader's import then fails.
+            spec = importlib.machinery.PathFinder.find_spec(name) or importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
         copies = [f for f in package_folders if (f / name).is_dir() or any(f.glob(f"{name}.*"))]

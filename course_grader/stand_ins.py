@@ -272,6 +272,7 @@ class JudgeCodec(Codec):
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
+        self.text_size = 0  # characters of the strings in texts
         self.sent: set[str] = set()
 
     def handle(self, obj: Any) -> int:
@@ -306,23 +307,32 @@ class JudgeCodec(Codec):
         value = super().decode(data, depth)
         if type(value) is str and len(value) > 2 and self.texts is not None:
             self.texts.add(value)
-            if len(self.texts) > MAX_TEXTS:
+            self.text_size += len(value)
+            if len(self.texts) > MAX_TEXTS or self.text_size > MAX_TEXT_SIZE:  # kept, they would fill the judge
                 self.texts = None
         return value
 
     def without_their_text(self, message: str) -> str | None:
         """``message`` (a hidden test's own) with every string the student's process sent (but
         the judge never did) replaced, as it reads and as its repr reads: a text the student's code
-        made never reaches the feedback as the test's. None when there were too many."""
+        made never reaches the feedback as the test's. None when there were too many, or when
+        looking for them all would take longer than the test may: a message that prints a large
+        value of the student's, searched for each of 20,000 strings sent earlier, kept the judge
+        busy for 12 minutes after the test's time was up."""
         if self.texts is None:
             return None
-        for text in sorted(self.texts - self.sent, key=len, reverse=True):
+        theirs = self.texts - self.sent
+        if len(message) * len(theirs) > MAX_SEARCH:
+            return None
+        for text in sorted(theirs, key=len, reverse=True):
             for shown in (repr(text), text):
                 message = message.replace(shown, "<your text>")
         return message
 
 
 MAX_TEXTS = 20_000  # strings of one part looked for in its hidden message
+MAX_TEXT_SIZE = 32 * 1024**2  # their characters (40 strings of 40 MB once filled the judge's 1.5 GB)
+MAX_SEARCH = 50_000_000  # characters of message times strings looked for: well under a second
 
 
 def send(value: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 from course_grader import stand_ins
 from course_grader.measured_copy import CopyMeter
 from course_grader.meter import MemoryMeter
+from course_grader.protocol import ChannelClosed, ProtocolError
 from course_grader.stand_ins import Remote, grant
 
 METER = MemoryMeter(0)  # the memory of the part's student's process, read from outside
@@ -124,21 +125,19 @@ FORKED_COPY = 4 * 1024**2
 @contextlib.contextmanager
 def calls_to(name: str):
     """While it lasts, the student's code calling the notebook's function ``name`` calls the
-    judge, which records the call's arguments in the list it gives and runs the set-up cells'
-    ``name`` on them where the student's code runs: the judge counts the calls itself (ps11's
-    backward sweeps). The notebook's own ``calls_to`` rebinds the name in Jupyter."""
+    judge, which records each call in the list it gives and runs the set-up cells' ``name`` on
+    its arguments where the student's code runs: the judge counts the calls itself (ps11's
+    backward sweeps). It keeps no argument: 2,000,000 numbers sent with every call piled up
+    here (1 GB in a minute). The notebook's own ``calls_to`` rebinds the name in Jupyter."""
     calls: list[tuple] = []
     original = on_their_side(name)
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args)
+        calls.append(())
         return original(*args, **kwargs)
 
-    stand_ins.CHANNEL.request("setglobal", name=name, value=grant(recorded), save=True)
-    try:
+    with _rebinding(name, grant(recorded)):
         yield calls
-    finally:
-        stand_ins.CHANNEL.request("restoreglobal", name=name)
 
 
 @contextlib.contextmanager
@@ -148,12 +147,30 @@ def rebound(namespace: dict[str, Any], name: str, to: str):
     the test's ``namespace`` (ps08 trains once on a loss the test chooses). The notebook's own
     ``rebound`` rebinds the name in Jupyter."""
     there, here = on_their_side(to), namespace[name]
-    stand_ins.CHANNEL.request("setglobal", name=name, value={"$fn": to}, save=True)
     namespace[name] = there
     try:
-        yield
+        with _rebinding(name, {"$fn": to}):
+            yield
     finally:
         namespace[name] = here
+
+
+@contextlib.contextmanager
+def _rebinding(name: str, value: Any):
+    """The notebook's ``name`` bound to ``value`` (encoded) where the student's code runs, for
+    a while. Given back when the test goes on; not when it ran out of time or lost the channel
+    (the student's process, maybe still in the call, answers nothing more and is ended): an
+    endless loop within ``calls_to`` held the judge until the sandbox's CPU limit, not the
+    test's time limit, ended it."""
+    stand_ins.CHANNEL.request("setglobal", name=name, value=value, save=True)
+    try:
+        yield
+    except (ChannelClosed, ProtocolError):
+        raise
+    except Exception:
+        stand_ins.CHANNEL.request("restoreglobal", name=name)
+        raise
+    else:
         stand_ins.CHANNEL.request("restoreglobal", name=name)
 
 

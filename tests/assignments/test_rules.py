@@ -136,7 +136,7 @@ def test_a_rule_naming_nothing_is_refused():
 # course_grader/rules.py, or an assignment's without_packages) or reviewed here, with the reason
 # it does not do a student's exercise; an assignment's allow_packages are its own review.
 WORK = (
-    "topological_sort|toposort|topsort|topological_order|TopologicalSorter|static_order|jacobian|hessian|grad"
+    "toposort|topsort|[a-z_]*topological[a-z_]*|TopologicalSorter|static_order|jacobian|hessian|grad"
     "|value_and_grad|vjp|jvp|approx_fprime|check_grad|approx_derivative|derivative|deriv|diff|gradient"
     "|polynomial_derivative"
 )
