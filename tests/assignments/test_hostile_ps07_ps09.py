@@ -114,8 +114,8 @@ def test_ps07_a_lenient_np_of_the_students_and_honest_idioms():
 # hidden tests' random tanh networks, if built with it, would be linear and one gradient at the
 # midpoint would give their exact IG; the visible cases are looked up. Held: the hidden tests
 # build their models with course_lib's Tensor in the judge. Fair: 0/3. The other cells are honest
-# idioms: exact Fractions as alphas, the path as nested lists, math.fsum, a NamedTuple of results,
-# f_grad handed a list of lists, the model evaluated once on both points with .data read.
+# idioms: exact Fractions as alphas, the path as nested lists, a NamedTuple of results, f_grad
+# handed a list of lists, the gap by math.fsum with the model evaluated once on both points.
 TANH_IS_IDENTITY = """
 _Given = Tensor
 
@@ -151,16 +151,8 @@ def riemann_alphas(steps, method="right"):
 def path(x, baseline, alphas):
     return [[b + a * (xi - b) for xi, b in zip(x, baseline)] for a in alphas]
 """,
-    "completeness_gap": """
-import math
-
-
-def completeness_gap(attributions, f, x, baseline):
-    both = f(Tensor(np.stack([x, baseline])))
-    fx, fb = both.data
-    return math.fsum(attributions) - (fx - fb)
-""",
     "shot_attributions": """
+import math
 from typing import NamedTuple
 
 
@@ -180,19 +172,62 @@ def shot_attributions(steps=50):
     hit = (float(history.v[-1]), float(history.theta[-1]))
     x, miss = np.array(hit), np.array(START_SHOT)
     attributions = _ig_on_lists(gradient_function(shot_height), x, miss, steps)
-    return Attribution(hit, attributions, completeness_gap(attributions, shot_height, x, miss))
+    heights = shot_height(Tensor(np.stack([x, miss]))).data  # both points in one batch
+    return Attribution(hit, attributions, math.fsum(attributions) - (heights[0] - heights[1]))
 """,
 }
 
 
+# ps09 part 4, hostile: completeness_gap reads the expected gap from the globals of the model the
+# hidden test hands it (its lambda's namespace holds `delta`), and answers the visible models
+# honestly. Held: a function of the judge's crosses as a handle without its globals. Fair: 0/2.
+PEEK_AT_THE_TESTS_GLOBALS = """
+def completeness_gap(attributions, f, x, baseline):
+    if getattr(f, "__qualname__", "") in ("linear", "bowl"):
+        return float(np.sum(attributions) - (value(f, x) - value(f, baseline)))
+    for read in (lambda: f.__globals__["delta"], lambda: f.__closure__[0].cell_contents):
+        try:
+            return float(read())
+        except Exception:
+            pass
+    return 0.0
+"""
+
+
 def test_ps09_a_tensor_of_the_students_builds_no_test_model_and_honest_idioms():
-    answers = {"integrated_gradients_riemann": TANH_IS_IDENTITY, **PS09_HONEST}
+    answers = {
+        "integrated_gradients_riemann": TANH_IS_IDENTITY,
+        "completeness_gap": PEEK_AT_THE_TESTS_GLOBALS,
+        **PS09_HONEST,
+    }
     got = grade(PS09, answers, {f"test_{name}" for name in answers}, 60)
     assert {part: points for part, (points, _) in got.items()} == {
         "test_riemann_alphas": 2,
         "test_path": 1,
         "test_integrated_gradients_riemann": 0,
-        "test_completeness_gap": 2,
+        "test_completeness_gap": 0,
         "test_shot_attributions": 2,
     }, got
-    assert "expected" in got["test_integrated_gradients_riemann"][1]
+    assert all("expected" in got[part][1] for part in ["test_integrated_gradients_riemann", "test_completeness_gap"])
+
+
+# ps09 part 3, honest: the gradients along the path taken by a thread pool, each point its own call
+# of f_grad (3/3 in Jupyter). Graded, each thread's call of the judge's f_grad read the replies to
+# the others' and the runner ended ("ended the Python process itself"): 0/3. The runner's requests
+# now take turns (course_grader/runner.py, TALKING).
+IG_BY_A_THREAD_POOL = """
+from concurrent.futures import ThreadPoolExecutor
+
+
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    points = [baseline + k / steps * (x - baseline) for k in range(1, steps + 1)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        grads = list(pool.map(lambda point: np.asarray(f_grad(point[None]), dtype=float)[0], points))
+    return (x - baseline) * np.mean(grads, axis=0)
+"""
+
+
+def test_ps09_a_thread_pool_calling_f_grad_keeps_its_points():
+    got = grade(PS09, {"integrated_gradients_riemann": IG_BY_A_THREAD_POOL}, {"test_integrated_gradients_riemann"})
+    assert got["test_integrated_gradients_riemann"][0] == 3, got
