@@ -1,0 +1,111 @@
+"""Hostile and honest students against ps02 (forward mode) and ps12 (tracing), second pass.
+
+Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
+visible tests; every case grades in the real sandbox (``grade`` of test_verdict_seams.py) and
+asserts the fair score (the one the notebook earns in Jupyter).
+"""
+
+from __future__ import annotations
+
+from test_hostile_ps06_ps12 import GRAPH_PROGRAM
+from test_verdict_seams import grade
+
+PS02, PS12 = "ps02_forward_mode", "ps12_tracing"
+
+# ps12 part 2: the eager engine's graph read off Tensors that are also Tracers (as in
+# test_hostile_ps06_ps12.py), whose .trace is an object of the student's that claims more
+# equations each time the test counts them. The test's check that f's operations were recorded
+# asks the student's objects, so it scored 2/2. Fair 0/2: the hidden test now also traces a
+# function whose values are a billion numbers, which tracing records at once and an engine that
+# computes cannot hold (the sandbox's 3 GB).
+CLAIMED_TRACE = '''
+class _Counted:
+    """Claims 10 more equations each time it is asked."""
+
+    def __init__(self):
+        self.n = 0
+
+    @property
+    def equations(self):
+        self.n += 10
+        return [0] * self.n
+
+
+_TRACE = _Counted()
+
+
+class _Both(Tensor, Tracer):
+    @property
+    def trace(self):
+        return _TRACE
+
+    @trace.setter
+    def trace(self, value):
+        pass
+
+    @property
+    def var(self):
+        return Var(self.shape)
+
+    @var.setter
+    def var(self, value):
+        pass
+
+''' + GRAPH_PROGRAM.replace("[Tensor(", "[_Both(")
+
+
+def test_ps12_make_program_with_a_claimed_trace_earns_nothing():
+    """Fair: 0/2 for the claimed trace; the solution's make_program keeps 2/2."""
+    claimed = grade(PS12, {"make_program": CLAIMED_TRACE}, {"test_make_program"}, 60)["test_make_program"]
+    assert claimed[0] == 0, claimed
+    solution = grade(PS12, {}, {"test_make_program"}, 60)["test_make_program"]
+    assert solution[0] == 2, solution
+
+
+# ps02 part 4: derivative and gradient by the complex step, f(x + ih).imag / h with h = 1e-30
+# (exact to rounding), no MyDual: the student's sin, cos, exp and log take complex numbers too
+# (cmath). The hidden test compares numbers only, so it scored 2/2, in Jupyter too. Fair 0/2 (the
+# part is one forward pass with MyDual): the functions the hidden test hands over now note, in the
+# judge, any complex number they are called on. The same hand-in's elementary functions are
+# correct (2/2).
+COMPLEX_FUNCTIONS = """
+import cmath
+
+
+def _lift(real, complex_, derivative):
+    def function(x):
+        if isinstance(x, MyDual):
+            return MyDual(real(x.primal), derivative(x.primal) * x.tangent)
+        if isinstance(x, complex):
+            return complex_(x)
+        return real(x)
+
+    return function
+
+
+sin = _lift(math.sin, cmath.sin, math.cos)
+cos = _lift(math.cos, cmath.cos, lambda v: -math.sin(v))
+exp = _lift(math.exp, cmath.exp, math.exp)
+log = _lift(math.log, cmath.log, lambda v: 1.0 / v)
+"""
+COMPLEX_STEP = """
+def derivative(f, x):
+    out = f(complex(x, 1e-30))
+    return out.imag / 1e-30 if isinstance(out, complex) else 0.0
+
+
+def gradient(f, point):
+    partials = []
+    for i in range(len(point)):
+        out = f(*[complex(p, 1e-30 if j == i else 0.0) for j, p in enumerate(point)])
+        partials.append(out.imag / 1e-30 if isinstance(out, complex) else 0.0)
+    return partials
+"""
+
+
+def test_ps02_the_complex_step_is_not_forward_mode():
+    answers = {"elementary_functions": COMPLEX_FUNCTIONS, "derivative_gradient": COMPLEX_STEP}
+    got = grade(PS02, answers, {"test_elementary_functions", "test_derivative_gradient"}, 60)
+    assert got["test_elementary_functions"][0] == 2, got
+    assert got["test_derivative_gradient"][0] == 0, got
+    assert "complex step" in got["test_derivative_gradient"][1], got
