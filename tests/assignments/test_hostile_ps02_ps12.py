@@ -7,6 +7,7 @@ asserts the fair score (the one the notebook earns in Jupyter).
 
 from __future__ import annotations
 
+from nbgrader_helpers import load_mistakes
 from test_hostile_ps06_ps12 import GRAPH_PROGRAM
 from test_verdict_seams import grade
 
@@ -109,3 +110,38 @@ def test_ps02_the_complex_step_is_not_forward_mode():
     assert got["test_elementary_functions"][0] == 2, got
     assert got["test_derivative_gradient"][0] == 0, got
     assert "complex step" in got["test_derivative_gradient"][1], got
+
+
+# ps02 part 2, an honest student: a / b written as a times the reciprocal of b (a MyDual of
+# 1/b and its derivative), so part 2 uses part 1's product. With part 1's typical slip (the
+# product rule missing a term) part 2 failed too: 0/3 + 0/2 where 0/3 + 2/2 is fair. Part 2's
+# hidden test now runs with the reference MyDual (# grader: reference dual_arithmetic).
+DIVISION_BY_RECIPROCAL = """
+def reciprocal(d):
+    d = as_dual(d)
+    return MyDual(1.0 / d.primal, -d.tangent / d.primal**2)
+
+
+def dual_truediv(self, other):
+    return self * reciprocal(other)
+
+
+def dual_rtruediv(self, other):
+    return as_dual(other) * reciprocal(self)
+
+
+def dual_pow(self, n):
+    return MyDual(self.primal**n, n * self.primal ** (n - 1) * self.tangent)
+
+
+MyDual.__truediv__ = dual_truediv
+MyDual.__rtruediv__ = dual_rtruediv
+MyDual.__pow__ = dual_pow
+"""
+
+
+def test_ps02_a_product_rule_slip_costs_part_one_only():
+    slip = load_mistakes(PS02)["product_rule_missing_term"]["replace"]["dual_arithmetic"]
+    answers = {"dual_arithmetic": slip, "dual_division_power": DIVISION_BY_RECIPROCAL}
+    got = grade(PS02, answers, {"test_dual_arithmetic", "test_dual_division_power"}, 60)
+    assert [got["test_dual_arithmetic"][0], got["test_dual_division_power"][0]] == [0, 2], got
