@@ -17,8 +17,8 @@ PS02, PS12 = "ps02_forward_mode", "ps12_tracing"
 # test_hostile_ps06_ps12.py), whose .trace is an object of the student's that claims more
 # equations each time the test counts them. The test's check that f's operations were recorded
 # asks the student's objects, so it scored 2/2. Fair 0/2: the hidden test now also traces a
-# function whose values are a billion numbers, which tracing records at once and an engine that
-# computes cannot hold (the sandbox's 3 GB).
+# function whose values are 800 MB each, which tracing records at once and an engine that
+# computes cannot hold all at once (the sandbox's 2 GB).
 CLAIMED_TRACE = '''
 class _Counted:
     """Claims 10 more equations each time it is asked."""
@@ -55,12 +55,55 @@ class _Both(Tensor, Tracer):
 ''' + GRAPH_PROGRAM.replace("[Tensor(", "[_Both(")
 
 
+# ... while an honest Tracer that works out each result's shape on arrays of zeros, a subclass
+# bound to the set-up's name Tracer (which Trace.new_input then makes), keeps 2/2.
+ZEROS_SUBCLASS = '''
+def atom(x):
+    if isinstance(x, Tracer):
+        return x.var
+    return np.asarray(x, dtype=np.float64)
+
+
+class Tracer(Tracer):
+    """The set-up's Tracer with its operations (new_input and record make these)."""
+
+    def _binary(self, op, other):
+        args = [atom(self), atom(other)]
+        return self.trace.record(op, args, (), (np.zeros(args[0].shape) + np.zeros(args[1].shape)).shape)
+
+    def __add__(self, other):
+        return self._binary("add", other)
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        return self._binary("mul", other)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self.trace.record("neg", [self.var], (), self.shape)
+
+    def exp(self):
+        return self.trace.record("exp", [self.var], (), self.shape)
+
+    def sin(self):
+        return self.trace.record("sin", [self.var], (), self.shape)
+
+    def sum(self, axis=None, keepdims=False):
+        axes = range(len(self.shape)) if axis is None else np.atleast_1d(axis) % max(len(self.shape), 1)
+        shape = np.sum(np.zeros(self.shape), axis=axis, keepdims=keepdims).shape
+        return self.trace.record("sum", [self.var], (axis, keepdims), shape)
+'''
+
+
 def test_ps12_make_program_with_a_claimed_trace_earns_nothing():
-    """Fair: 0/2 for the claimed trace; the solution's make_program keeps 2/2."""
+    """Fair: 0/2 for the claimed trace, 2/2 for the Tracer that computes shapes on zeros."""
     claimed = grade(PS12, {"make_program": CLAIMED_TRACE}, {"test_make_program"}, 60)["test_make_program"]
     assert claimed[0] == 0, claimed
-    solution = grade(PS12, {}, {"test_make_program"}, 60)["test_make_program"]
-    assert solution[0] == 2, solution
+    assert "out of memory" in claimed[1], claimed
+    honest = grade(PS12, {"tracer_ops": ZEROS_SUBCLASS}, {"test_make_program"}, 60)["test_make_program"]
+    assert honest[0] == 2, honest
 
 
 # ps02 part 4: derivative and gradient by the complex step, f(x + ih).imag / h with h = 1e-30
