@@ -106,6 +106,52 @@ def test_ps12_make_program_with_a_claimed_trace_earns_nothing():
     assert honest[0] == 2, honest
 
 
+# ps12 part 5: no transposition: the linear program replayed on every basis vector of its inputs
+# (one-hot vectors stacked from the constants 0 and 1, which the test's check of constants allows)
+# and each result dotted with the cotangents, J^T w entry by entry. Scored 6/6, in Jupyter too.
+# Fair 0/6: the transposed program may now use only the ops a transpose is written with (the
+# table's, and sub, div, mean, transpose, identity), not those that pick entries (stack, put...).
+BASIS_REPLAY = """
+def transpose(linear):
+    # No transposition: the linear program replayed on every basis vector of its inputs.
+    trace = Trace()
+    cts = [trace.new_input(o.shape).var for o in linear.outputs]
+
+    def emit(op, args, params):
+        example = call_op(op, [Tensor(np.zeros(a.shape) if isinstance(a, Var) else a) for a in args], tuple(params))
+        return trace.record(op, list(args), tuple(params), example.data.shape).var
+
+    def basis(shape, flat):
+        n = int(np.prod(shape))
+        entries = [np.array(1.0 if k == flat else 0.0) for k in range(n)]
+        return emit("reshape", [emit("stack", entries, (0,))], (tuple(shape),))
+
+    results = []
+    for j, x in enumerate(linear.inputs):
+        entries = []
+        for flat in range(int(np.prod(x.shape))):
+            values = {
+                id(v): basis(v.shape, flat) if k == j else np.zeros(v.shape) for k, v in enumerate(linear.inputs)
+            }
+            for e in linear.equations:
+                args = [values[id(a)] if isinstance(a, Var) else a for a in e.args]
+                values[id(e.out)] = emit(e.op, args, e.params)
+            total = np.array(0.0)
+            for o, ct in zip(linear.outputs, cts):
+                if isinstance(o, Var):
+                    total = emit("add", [total, emit("sum", [emit("mul", [values[id(o)], ct], ())], (None, False))], ())
+            entries.append(total)
+        results.append(emit("reshape", [emit("stack", entries, (0,))], (tuple(x.shape),)))
+    return Program(trace.inputs, trace.equations, results)
+"""
+
+
+def test_ps12_a_transpose_by_basis_vectors_earns_nothing():
+    points, message = grade(PS12, {"transpose": BASIS_REPLAY}, {"test_transpose"}, 60)["test_transpose"]
+    assert points == 0, message
+    assert "is stack" in message, message
+
+
 # ps02 part 4: derivative and gradient by the complex step, f(x + ih).imag / h with h = 1e-30
 # (exact to rounding), no MyDual: the student's sin, cos, exp and log take complex numbers too
 # (cmath). The hidden test compares numbers only, so it scored 2/2, in Jupyter too. Fair 0/2 (the
