@@ -152,6 +152,31 @@ def test_ps12_a_transpose_by_basis_vectors_earns_nothing():
     assert "is stack" in message, message
 
 
+# ps12 part 4: a compiled source the test works out in the judge (run_source), 3,000 lines of
+# np.exp of a constant of 900,000 numbers, each kept: the judge grew to its 1.5 GB limit (1.48 GB
+# resident) before the part failed with a MemoryError. The test now stops at 10 million numbers
+# worked out in all (80 MB; 104 MB resident for the judge). Fair: 0/5, the part failed either way.
+SOURCE_BLOAT = """
+_c0 = np.random.default_rng().uniform(-1.0, 1.0, 900_000)
+
+
+def compile_program(program):
+    lines = ["def compiled(" + ", ".join(f"a{k}" for k in range(len(program.inputs))) + "):"]
+    lines += [f"    v{k} = np.exp(c0)" for k in range(3000)]
+    lines.append("    return (v0,)")
+    source = "\\n".join(lines) + "\\n"
+    namespace = {"np": np, "c0": _c0}
+    exec(source, namespace)
+    return namespace["compiled"], source
+"""
+
+
+def test_ps12_a_bloated_source_stops_at_the_tests_bound():
+    points, message = grade(PS12, {"compile_program": SOURCE_BLOAT}, {"test_jit"}, 60)["test_jit"]
+    assert points == 0, message
+    assert "numbers in all, more than the test works out" in message, message
+
+
 # ps02 part 4: derivative and gradient by the complex step, f(x + ih).imag / h with h = 1e-30
 # (exact to rounding), no MyDual: the student's sin, cos, exp and log take complex numbers too
 # (cmath). The hidden test compares numbers only, so it scored 2/2, in Jupyter too. Fair 0/2 (the
