@@ -7,6 +7,7 @@ asserts the fair score (the one the notebook earns in Jupyter).
 
 from __future__ import annotations
 
+import pytest
 from nbgrader_helpers import load_mistakes
 from test_hostile_ps06_ps12 import GRAPH_PROGRAM
 from test_verdict_seams import grade
@@ -218,8 +219,35 @@ def gradient(f, point):
 """
 
 
-def test_ps02_the_complex_step_is_not_forward_mode():
-    answers = {"elementary_functions": COMPLEX_FUNCTIONS, "derivative_gradient": COMPLEX_STEP}
+# ... and the same step taken on the primal of a MyDual (tangent 0), which f's MyDual arithmetic
+# carries through: the judge also reads the primal of what f is called on.
+COMPLEX_PRIMALS = COMPLEX_FUNCTIONS.replace(
+    "return MyDual(real(x.primal), derivative(x.primal) * x.tangent)",
+    "return (MyDual(complex_(x.primal), 0.0) if isinstance(x.primal, complex)\n"
+    "                    else MyDual(real(x.primal), derivative(x.primal) * x.tangent))",
+)
+STEP_ON_PRIMALS = """
+def derivative(f, x):
+    out = f(MyDual(complex(x, 1e-30), 0.0))
+    return out.primal.imag / 1e-30 if isinstance(out, MyDual) else 0.0
+
+
+def gradient(f, point):
+    partials = []
+    for i in range(len(point)):
+        out = f(*[MyDual(complex(p, 1e-30 if j == i else 0.0), 0.0) for j, p in enumerate(point)])
+        partials.append(out.primal.imag / 1e-30 if isinstance(out, MyDual) else 0.0)
+    return partials
+"""
+
+
+@pytest.mark.parametrize(
+    "functions, step",
+    [(COMPLEX_FUNCTIONS, COMPLEX_STEP), (COMPLEX_PRIMALS, STEP_ON_PRIMALS)],
+    ids=["complex_numbers", "complex_primals"],
+)
+def test_ps02_the_complex_step_is_not_forward_mode(functions, step):
+    answers = {"elementary_functions": functions, "derivative_gradient": step}
     got = grade(PS02, answers, {"test_elementary_functions", "test_derivative_gradient"}, 60)
     assert got["test_elementary_functions"][0] == 2, got
     assert got["test_derivative_gradient"][0] == 0, got
