@@ -178,6 +178,30 @@ def test_ps12_a_bloated_source_stops_at_the_tests_bound():
     assert "numbers in all, more than the test works out" in message, message
 
 
+# ps12 part 5: a transposed program whose equations all use one constant of 1,900,000 numbers. Each
+# equation the test reads (read_program) brings the constant across again, a new copy: 300 of
+# them grew the judge to its 1.5 GB limit in 58 s ("a message too large to read"). read_program now
+# stops at 10 million numbers of constants in all (the judge peaked at 223 MB). Fair: 0/6 either way.
+CONSTANT_BLOAT = """
+_big = np.random.default_rng().uniform(-1.0, 1.0, 1_900_000)
+
+
+def transpose(linear):
+    trace = Trace()
+    for o in linear.outputs:
+        trace.new_input(o.shape)
+    for k in range(300):
+        trace.equations.append(Equation("mul", [_big, _big], (), Var(_big.shape)))
+    return Program(trace.inputs, trace.equations, [np.zeros(v.shape) for v in linear.inputs])
+"""
+
+
+def test_ps12_a_program_of_bloated_constants_stops_at_the_tests_bound():
+    points, message = grade(PS12, {"transpose": CONSTANT_BLOAT}, {"test_transpose"}, 60)["test_transpose"]
+    assert points == 0, message
+    assert "constants hold more than 10,000,000 numbers" in message, message
+
+
 # ps02 part 4: derivative and gradient by the complex step, f(x + ih).imag / h with h = 1e-30
 # (exact to rounding), no MyDual: the student's sin, cos, exp and log take complex numbers too
 # (cmath). The hidden test compares numbers only, so it scored 2/2, in Jupyter too. Fair 0/2 (the
