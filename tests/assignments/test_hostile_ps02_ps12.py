@@ -56,8 +56,9 @@ class _Both(Tensor, Tracer):
 ''' + GRAPH_PROGRAM.replace("[Tensor(", "[_Both(")
 
 
-# ... while an honest Tracer that works out each result's shape on arrays of zeros, a subclass
-# bound to the set-up's name Tracer (which Trace.new_input then makes), keeps 2/2.
+# ... while an honest Tracer that works out a sum's shape on an array of zeros (800 MB once; shapes
+# on zeros for every op also pass, in about 10 s more), a subclass bound to the set-up's name
+# Tracer (which Trace.new_input then makes), keeps 2/2.
 ZEROS_SUBCLASS = '''
 def atom(x):
     if isinstance(x, Tracer):
@@ -70,7 +71,7 @@ class Tracer(Tracer):
 
     def _binary(self, op, other):
         args = [atom(self), atom(other)]
-        return self.trace.record(op, args, (), (np.zeros(args[0].shape) + np.zeros(args[1].shape)).shape)
+        return self.trace.record(op, args, (), np.broadcast_shapes(args[0].shape, args[1].shape))
 
     def __add__(self, other):
         return self._binary("add", other)
@@ -99,7 +100,7 @@ class Tracer(Tracer):
 
 
 def test_ps12_make_program_with_a_claimed_trace_earns_nothing():
-    """Fair: 0/2 for the claimed trace, 2/2 for the Tracer that computes shapes on zeros."""
+    """Fair: 0/2 for the claimed trace, 2/2 for the Tracer that works out a shape on zeros."""
     claimed = grade(PS12, {"make_program": CLAIMED_TRACE}, {"test_make_program"}, 60)["test_make_program"]
     assert claimed[0] == 0, claimed
     assert "out of memory" in claimed[1], claimed
