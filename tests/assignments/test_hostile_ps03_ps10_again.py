@@ -1,0 +1,66 @@
+"""Hostile and honest students against ps10 and ps03, a second pass.
+
+Each hand-in has read the grader's source, the rules and the visible tests, and grades its parts
+in the real sandbox (``grade`` of test_verdict_seams.py); every case asserts the fair score.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_verdict_seams import grade
+
+PS03, PS10 = "ps03_reverse_mode", "ps10_pytorch_comparison"
+
+# ps10's engine checks compared the last bits only one way: part 1's answer had to differ from
+# PyTorch's bits, parts 2 and 4 from course_lib's. The other engine's answer nudged by one ulp
+# (np.nextafter on the loss) differs from both, is right to any tolerance, and scored 2/2, 2/2
+# and 3/3: part 1 by PyTorch, parts 2 and 4 by the set-up's course_lib reference (reference_course),
+# no PyTorch anywhere. The hidden tests now ask for the part's own engine to the last bit wherever
+# the two engines differ (part 4: either of PyTorch's two honest updates, p -= lr * p.grad or
+# torch.optim.SGD's fused p.add_(p.grad, alpha=-lr), which round differently).
+PART_1_BY_PYTORCH_NUDGED = '''
+def course_loss_and_grads(params, X, y):
+    """PyTorch's loss and gradients, the loss nudged by one ulp."""
+    tensors = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in params.items()}
+    loss = mlp_loss(tensors, torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64))
+    loss.backward()
+    return float(np.nextafter(loss.item(), np.inf)), {n: t.grad.numpy() for n, t in tensors.items()}
+'''
+
+PART_2_BY_COURSE_LIB_NUDGED = '''
+def torch_loss_and_grads(params, X, y):
+    """The set-up's course_lib reference, the loss nudged by one ulp."""
+    loss, grads = reference_course(params, X, y)
+    return float(np.nextafter(loss, np.inf)), grads
+'''
+
+TRAINING_BY_COURSE_LIB_NUDGED = '''
+def torch_training(params, X, y, lr, steps):
+    """course_lib's descent, each loss nudged by one ulp."""
+    names, values = list(params), [np.array(v, dtype=float) for v in params.values()]
+    losses = []
+    for step in range(steps + 1):
+        loss, grads = reference_course(dict(zip(names, values)), X, y)
+        losses.append(float(np.nextafter(loss, np.inf)))
+        values = [v - lr * grads[n] for n, v in zip(names, values)]
+    return losses
+'''
+
+
+@pytest.fixture(scope="module")
+def ps10_nudged():
+    """One ps10 hand-in, graded once: parts 1, 2 and 4 by the other engine, nudged."""
+    answers = {
+        "course_loss_and_grads": PART_1_BY_PYTORCH_NUDGED,
+        "torch_loss_and_grads": PART_2_BY_COURSE_LIB_NUDGED,
+        "torch_training": TRAINING_BY_COURSE_LIB_NUDGED,
+    }
+    parts = {"test_course_loss_and_grads", "test_torch_loss_and_grads", "test_torch_training"}
+    return grade(PS10, answers, parts, 60)
+
+
+@pytest.mark.parametrize("part", ["test_course_loss_and_grads", "test_torch_loss_and_grads", "test_torch_training"])
+def test_ps10_the_other_engine_nudged_by_an_ulp_earns_nothing(ps10_nudged, part):
+    """Fair: 0/2, 0/2 and 0/3, each part names its engine."""
+    points, message = ps10_nudged[part]
+    assert points == 0 and "only to rounding" in message, message
