@@ -64,3 +64,55 @@ def test_ps10_the_other_engine_nudged_by_an_ulp_earns_nothing(ps10_nudged, part)
     """Fair: 0/2, 0/2 and 0/3, each part names its engine."""
     points, message = ps10_nudged[part]
     assert points == 0 and "only to rounding" in message, message
+
+
+# ps03 part 5 asks for the reverse sweep; this backward() runs none. It finds the leaves, then each
+# leaf's derivative by the complex step: the graph evaluated again from the nodes' _ops on complex
+# numbers, the leaf's data moved by 2**-100 i (exact to rounding, the visible tests' == included).
+# No _backward is ever called: 3/3. The hidden test now also sweeps graphs whose output's _backward
+# (a function of the judge's) passes back twice its grad, which doubles every gradient of a sweep
+# that runs the rules and none found another way.
+COMPLEX_STEP_SWEEP = '''
+import cmath
+
+_RULES = {"+": lambda a, b: a + b, "neg": lambda a: -a, "sin": cmath.sin, "*": lambda a, b: a * b,
+          "exp": cmath.exp, "tanh": cmath.tanh}
+
+
+def _evaluate(node, seeded, memo):
+    """The node's value with the seeded leaf's data moved by 1e-30 i (the complex step)."""
+    if id(node) not in memo:
+        if not node._parents:
+            memo[id(node)] = complex(node.data, 2.0**-100 if node is seeded else 0.0)
+        else:
+            args = [_evaluate(p, seeded, memo) for p in node._parents]
+            op = node._op
+            memo[id(node)] = args[0] ** float(op[2:]) if op.startswith("**") else _RULES[op](*args)
+    return memo[id(node)]
+
+
+def backward(self):
+    """No sweep: every leaf's derivative by the complex step."""
+    leaves, stack, seen = [], [self], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(node._parents)
+        if not node._parents:
+            leaves.append(node)
+    for leaf in leaves:
+        leaf.grad += _evaluate(self, leaf, {}).imag * 2.0**100
+
+
+Value.backward = backward
+'''
+
+
+def test_ps03_a_backward_without_a_sweep_earns_nothing():
+    """Fair: 0/3, the part is the sweep over the nodes' rules."""
+    points, message = grade(PS03, {"backward_sweep": COMPLEX_STEP_SWEEP}, {"test_backward_sweep"})[
+        "test_backward_sweep"
+    ]
+    assert points == 0 and "passing back twice its grad" in message, message
