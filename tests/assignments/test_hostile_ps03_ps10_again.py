@@ -80,7 +80,7 @@ _RULES = {"+": lambda a, b: a + b, "neg": lambda a: -a, "sin": cmath.sin, "*": l
 
 
 def _evaluate(node, seeded, memo):
-    """The node's value with the seeded leaf's data moved by 1e-30 i (the complex step)."""
+    """The node's value with the seeded leaf's data moved by 2**-100 i (the complex step)."""
     if id(node) not in memo:
         if not node._parents:
             memo[id(node)] = complex(node.data, 2.0**-100 if node is seeded else 0.0)
