@@ -116,3 +116,68 @@ def test_ps03_a_backward_without_a_sweep_earns_nothing():
         "test_backward_sweep"
     ]
     assert points == 0 and "passing back twice its grad" in message, message
+
+
+# ps03 parts 2 and 3 ask for the backward rules of ** and tanh; these rules take the derivative by
+# the complex step on Python's complex numbers instead (exact to rounding): 2/2 and 3/3, in Jupyter
+# too. A rule is judged by the number it adds, which is the derivative's however it was found;
+# no probe of the test tells them apart (README, "Not guaranteed": results that come another way).
+POWER_BY_COMPLEX_STEP = '''
+def power(self, n):
+    """self ** n; its rule by the complex step, no power rule written."""
+    if not isinstance(n, numbers.Real):
+        return NotImplemented
+    out = Value(self.data**n, (self,), f"**{n}")
+
+    def _backward(grad):
+        self.grad += (complex(self.data, 2.0**-100) ** n).imag * 2.0**100 * grad
+
+    out._backward = _backward
+    return out
+
+
+Value.__pow__ = power
+'''
+
+TANH_BY_COMPLEX_STEP = '''
+import cmath
+
+
+def _slope(f, x):
+    """f'(x) by the complex step."""
+    return f(complex(x, 2.0**-100)).imag * 2.0**100
+
+
+def exp(self):
+    y = math.exp(self.data)
+    out = Value(y, (self,), "exp")
+
+    def _backward(grad):
+        self.grad += _slope(cmath.exp, self.data) * grad
+
+    out._backward = _backward
+    return out
+
+
+def tanh(self):
+    t = math.tanh(self.data)
+    out = Value(t, (self,), "tanh")
+
+    def _backward(grad):
+        self.grad += _slope(cmath.tanh, self.data) * grad
+
+    out._backward = _backward
+    return out
+
+
+Value.exp = exp
+Value.tanh = tanh
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="a rule is checked by its number: the complex step gives the same one")
+def test_ps03_rules_by_the_complex_step_earn_nothing():
+    """Fair: 0/2 and 0/3, no derivative was written."""
+    answers = {"pow_backward": POWER_BY_COMPLEX_STEP, "exp_tanh_backward": TANH_BY_COMPLEX_STEP}
+    scores = grade(PS03, answers, {"test_pow_backward", "test_exp_tanh_backward"})
+    assert scores["test_pow_backward"][0] == 0 and scores["test_exp_tanh_backward"][0] == 0, scores
