@@ -110,6 +110,14 @@ Value.backward = backward
 '''
 
 
+# The same backward() that recognises the probe (a functools.partial, unlike every rule made by the
+# student's cells or the judge's references) and doubles its gradient: 3/3 again, in Jupyter too
+# (README, "Not guaranteed": reverse mode recognised by a probe).
+RECOGNISING_THE_PROBE = COMPLEX_STEP_SWEEP.replace(
+    "leaf.grad += _evaluate", "leaf.grad += (2 if hasattr(self._backward, 'keywords') else 1) * _evaluate"
+)
+
+
 def test_ps03_a_backward_without_a_sweep_earns_nothing():
     """Fair: 0/3, the part is the sweep over the nodes' rules."""
     points, message = grade(PS03, {"backward_sweep": COMPLEX_STEP_SWEEP}, {"test_backward_sweep"})[
@@ -181,3 +189,12 @@ def test_ps03_rules_by_the_complex_step_earn_nothing():
     answers = {"pow_backward": POWER_BY_COMPLEX_STEP, "exp_tanh_backward": TANH_BY_COMPLEX_STEP}
     scores = grade(PS03, answers, {"test_pow_backward", "test_exp_tanh_backward"})
     assert scores["test_pow_backward"][0] == 0 and scores["test_exp_tanh_backward"][0] == 0, scores
+
+
+@pytest.mark.xfail(strict=True, reason="the probe is the judge's function: a hand-in can tell it from its own rules")
+def test_ps03_a_backward_that_recognises_the_probe_earns_nothing():
+    """Fair: 0/3, as without the probe."""
+    points, message = grade(PS03, {"backward_sweep": RECOGNISING_THE_PROBE}, {"test_backward_sweep"})[
+        "test_backward_sweep"
+    ]
+    assert points == 0, message
