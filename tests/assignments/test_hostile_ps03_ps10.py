@@ -19,7 +19,8 @@ PS03, PS10 = "ps03_reverse_mode", "ps10_pytorch_comparison"
 # ps10 part 1 asks for course_lib's engine; this one is part 2's PyTorch answer under part 1's
 # name. Both engines compute in float64 and agree to rounding, so it passed the rtol of 1e-9:
 # 2/2. The hidden test now compares the last bits, which differ between the two engines on
-# every problem it draws (as part 2's hidden test already does the other way round).
+# every problem it draws (as part 2's hidden test already does the other way round); since
+# test_hostile_ps03_ps10_again.py it asks for course_lib's own bits (a nudged answer differs from both).
 PART_1_BY_PYTORCH = '''
 def course_loss_and_grads(params, X, y):
     """The loss and gradients by PyTorch, not course_lib."""
@@ -66,7 +67,7 @@ def ps10():
 def test_ps10_part_1_done_by_pytorch_earns_nothing(ps10):
     """Fair: 0/2, the part asks for course_lib's engine."""
     points, message = ps10["test_course_loss_and_grads"]
-    assert points == 0 and "PyTorch's to the last bit" in message, message
+    assert points == 0 and "course_lib's only to rounding" in message, message
 
 
 def test_ps10_training_on_a_compiled_loss_fails_as_the_notebook_says(ps10):
