@@ -13,15 +13,27 @@ PS06 = "ps06_custom_rules_jacobians"
 
 # ps06 part 4 asks for the Jacobian by reverse mode, one VJP per row, and its hidden test caught
 # columns by JVPs by counting f's evaluations (jvp evaluates f once per column). Columns pushed
-# forward while f is evaluated once passed that count: 2/2 each, where 0/2 is fair. A batched JVP
-# (vmap of jvp) now fails on the test's count of jvp's calls; linearize (f traced once, every
-# column through its linear program) is ruled out (rules.toml).
+# forward while f is evaluated once passed that count: 2/2 each, where 0/2 is fair: a batched JVP
+# (vmap of jvp), the same with jvp under another name (the test's count of jvp's calls sees only
+# the notebook's name), and linearize (f traced once, every column through its linear program).
+# The hidden f now goes through square_reverse_only, a node whose rule only reverse mode can use
+# (jvp's two reverse sweeps need its rule differentiated); rules.toml rules out linearize.
 BATCHED_JVPS = """
 from course_lib.vmap import vmap
 
 
 def jacobian_by_vjps(f, x):
     columns = vmap(lambda t: jvp(f, (x,), (t,))[1])(np.eye(len(x)))
+    return columns.data.T
+"""
+
+ALIASED_JVPS = """
+from course_lib.functional import jvp as push
+from course_lib.vmap import vmap
+
+
+def jacobian_by_vjps(f, x):
+    columns = vmap(lambda t: push(f, (x,), (t,))[1])(np.eye(len(x)))
     return columns.data.T
 """
 
@@ -49,8 +61,8 @@ def jacobian_by_vjps(f, x):
 
 @pytest.mark.parametrize(
     "answer, fair",
-    [(BATCHED_JVPS, 0), (LINEARIZED, 0), (BATCHED_VJPS, 2)],
-    ids=["batched-jvps", "linearize", "honest-batched-vjps"],
+    [(BATCHED_JVPS, 0), (ALIASED_JVPS, 0), (LINEARIZED, 0), (BATCHED_VJPS, 2)],
+    ids=["batched-jvps", "batched-jvps-by-another-name", "linearize", "honest-batched-vjps"],
 )
 def test_ps06_jacobian_by_vjps_pulls_rows_back(answer, fair):
     points, message = grade(PS06, {"jacobian_by_vjps": answer}, {"test_jacobian_by_vjps"}, 60)["test_jacobian_by_vjps"]
