@@ -9,7 +9,57 @@ from __future__ import annotations
 import pytest
 from test_verdict_seams import grade
 
-PS06 = "ps06_custom_rules_jacobians"
+PS05, PS06 = "ps05_optimisation", "ps06_custom_rules_jacobians"
+
+# ps05 part 1 asks for the gradient by one backward pass of the Value engine. Fourth-order central
+# differences of f's values, each evaluated on Values (so `three`'s .sin() works), are exact to
+# about 1e-11 and passed the test's rtol of 1e-10: 1/1 for no backward pass. The hidden test now
+# counts f's evaluations (in the judge): one backward pass evaluates f once.
+DIFFERENCES = """
+def value_and_gradient(f, point):
+    point = [float(p) for p in point]
+
+    def at(q):
+        return f(*[Value(v) for v in q]).data
+
+    grads = []
+    for i in range(len(point)):
+        h = 1e-3 * max(1.0, abs(point[i]))
+        terms = []
+        for k in (-2, -1, 1, 2):
+            q = list(point)
+            q[i] += k * h
+            terms.append(at(q))
+        grads.append((terms[0] - 8 * terms[1] + 8 * terms[2] - terms[3]) / (12 * h))
+    return at(point), np.array(grads)
+"""
+
+# Honest idioms that scored full marks and must keep them: the descent field from one vectorised
+# call of grad_f on the whole grid, the stable step from the spectral norm
+# (the largest eigenvalue of a symmetric positive definite Hessian).
+FIELD_IN_ONE_CALL = """
+def descent_field(grad_f, a_values, b_values):
+    A, B = np.meshgrid(np.asarray(a_values, dtype=float), np.asarray(b_values, dtype=float))
+    g = np.asarray(grad_f(np.array([A, B])), dtype=float)
+    return -g[0], -g[1]
+"""
+
+SPECTRAL_NORM = """
+def largest_stable_lr(hessian):
+    return 2.0 / np.linalg.norm(np.asarray(hessian, dtype=float), 2)
+"""
+
+
+def test_ps05_differences_are_not_a_backward_pass_and_honest_idioms_keep_their_points():
+    got = grade(
+        PS05,
+        {"value_and_gradient": DIFFERENCES, "descent_field": FIELD_IN_ONE_CALL, "largest_stable_lr": SPECTRAL_NORM},
+        {"test_value_and_gradient", "test_descent_field", "test_largest_stable_lr"},
+        60,
+    )
+    assert got["test_value_and_gradient"][0] == 0 and "evaluated" in got["test_value_and_gradient"][1], got
+    assert got["test_descent_field"][0] == 2 and got["test_largest_stable_lr"][0] == 2, got
+
 
 # ps06 part 4 asks for the Jacobian by reverse mode, one VJP per row, and its hidden test caught
 # columns by JVPs by counting f's evaluations (jvp evaluates f once per column). Columns pushed
