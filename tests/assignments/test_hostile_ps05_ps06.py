@@ -61,6 +61,85 @@ def test_ps05_differences_are_not_a_backward_pass_and_honest_idioms_keep_their_p
     assert got["test_descent_field"][0] == 2 and got["test_largest_stable_lr"][0] == 2, got
 
 
+# ps05 part 1: forward mode on a dual number class of the student's, one tangent per coordinate,
+# f evaluated once (1/1, fair 0: no backward pass, no Value engine). The hidden test now checks that
+# f is handed Values. A subclass of Value with the same forward-mode arithmetic is taken for a Value
+# (README, "Claims about classes") and still passes: only a probe (a node whose backward the test
+# sets, as ps13 rebinds launch) could tell, which ps05's given cells do not have.
+OWN_DUAL = """
+import math
+
+
+class _D:
+    # A dual number with a vector of tangents: forward mode, every partial derivative at once.
+
+    def __init__(self, v, t):
+        self.v, self.t = v, np.asarray(t, dtype=float)
+
+    def _w(self, o):
+        return o if isinstance(o, _D) else _D(float(o), np.zeros_like(self.t))
+
+    def __add__(self, o):
+        o = self._w(o)
+        return _D(self.v + o.v, self.t + o.t)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = self._w(o)
+        return _D(self.v - o.v, self.t - o.t)
+
+    def __rsub__(self, o):
+        return self._w(o) - self
+
+    def __mul__(self, o):
+        o = self._w(o)
+        return _D(self.v * o.v, self.t * o.v + o.t * self.v)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, n):
+        return _D(self.v ** n, n * self.v ** (n - 1) * self.t)
+
+    def sin(self):
+        return _D(math.sin(self.v), math.cos(self.v) * self.t)
+
+    def exp(self):
+        e = math.exp(self.v)
+        return _D(e, e * self.t)
+
+
+def value_and_gradient(f, point):
+    d = len(point)
+    out = f(*[_D(float(p), np.eye(d)[i]) for i, p in enumerate(point)])
+    return out.v, out.t
+"""
+
+DUAL_POSING_AS_VALUE = OWN_DUAL.replace("class _D:", 'class _D(Value):\n    __slots__ = ("v", "t")\n').replace(
+    "        self.v, self.t = v,", "        super().__init__(v)\n        self.v, self.t = v,"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        OWN_DUAL,
+        pytest.param(
+            DUAL_POSING_AS_VALUE,
+            marks=pytest.mark.xfail(
+                strict=True, reason="a Value subclass is taken for a Value (README: claims about classes)"
+            ),
+        ),
+    ],
+    ids=["own-dual-class", "dual-subclassing-value"],
+)
+def test_ps05_forward_mode_on_a_dual_class_is_not_the_backward_pass(answer):
+    points, message = grade(PS05, {"value_and_gradient": answer}, {"test_value_and_gradient"}, 60)[
+        "test_value_and_gradient"
+    ]
+    assert points == 0, message
+
+
 # ps06 part 4 asks for the Jacobian by reverse mode, one VJP per row, and its hidden test caught
 # columns by JVPs by counting f's evaluations (jvp evaluates f once per column). Columns pushed
 # forward while f is evaluated once passed that count: 2/2 each, where 0/2 is fair: a batched JVP
