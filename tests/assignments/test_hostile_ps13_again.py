@@ -1,7 +1,8 @@
 """Hostile and honest students against ps13 (the capstone), red team 21, the second pass after
 test_hostile_ps13.py: an MLP of one's own pasted over the given one (as the notebook invites), a
-network without hidden layers that spared the step program its relu rule, and a compact engine
-of one's own that holds the whole flight within the checkpointing part's memory allowance.
+network without hidden layers that spared the step program its relu rule, a long program that made
+room for a long source in the judge's parse, and a compact engine of one's own that holds the whole
+flight within the checkpointing part's memory allowance.
 
 Two grading runs of the real sandbox, each with several answers; each case asserts the fair score
 (the one the notebook gets in Jupyter, top to bottom).
@@ -83,7 +84,7 @@ def train_step(model, X, y, lr):
 
 
 def test_ps13_a_network_of_ones_own_pasted_over_the_given_one_keeps_its_points(pasted):
-    """Fair: 4/4 on part 4 (was 0/4; 0/9 on parts 4 to 6)."""
+    """Fair: 4/4 on part 4 (was 0/4; 0/9 on parts 4 to 6), with a program 2,000 equations longer (see part 6)."""
     assert pasted["test_step_program"][0] == 4, pasted
 
 
@@ -109,7 +110,7 @@ class MLP:
 
 
 def _without_relu_rule() -> str:
-    answer = next(c.source for c in SOURCE.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "step_program")
+    answer = _answer("step_program")
     rule = '        elif op == "relu":\n            send(args[0], emit("*", g, emit("positive", args[0])))\n'
     assert rule in answer
     return NO_HIDDEN_LAYERS + "\n\n" + answer.replace(rule, "")
@@ -213,13 +214,62 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
 """
 
 
+# Part 6: a long source for a long program. The source's length is bounded before it is parsed (red team 14's
+# padded source), by 1,000 characters an equation; a step program with 20,000 more equations, all live (a chain of
+# zeros added to the loss: the numbers stay the step's, bit for bit, so part 4 and part 5 pass), made room for a
+# padded source of 20 MB: the judge's parse held 1.47 GB (its limit) and took 34 s before it failed. The bound now
+# counts at most 1,000 equations (a step's program has about 60): refused at once, the judge at 140 MB. Here a
+# program of 2,000 more equations and a source of 1.5 MB, which the old bound let through to the parse (the judge
+# at 350 MB for 16 s; the hidden random programs' unpadded sources then failed the part).
+def _answer(grade_id: str) -> str:
+    return next(c.source for c in SOURCE.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+LONG_PROGRAM = """
+
+_step_program = step_program
+
+
+def step_program(model, X, y):
+    program = _step_program(model, X, y)
+    equations, previous = list(program["equations"]), "z0"
+    equations.append(("z0", "-", ["X", "X"]))
+    for k in range(1, 2000):
+        equations.append((f"z{k}", "+", [previous, previous]))
+        previous = f"z{k}"
+    equations.append(("z_sum", "unbroadcast", [previous, program["outputs"][0]]))
+    equations.append(("loss_out", "+", [program["outputs"][0], "z_sum"]))
+    return dict(program, equations=equations, outputs=["loss_out", *program["outputs"][1:]])
+"""
+
+PADDED_SOURCE = """
+
+def compile_program(program, name="compiled"):
+    source, function = _compile_program(program, name)
+    head, _, rest = source.partition("\\n")
+    return head + "\\n" + "    _pad = 0\\n" * 120_000 + rest, function
+"""
+
+
 @pytest.fixture(scope="module")
 def pasted() -> dict:
-    """One run: the honest network pasted over the given cell, and the tape in part 3."""
+    """One run: the honest network pasted over the given cell, the tape in part 3, the long program and source."""
     given = SOURCE.cells[NETWORK_CELL].source
     network = given[: given.index("class MLP:")] + OWN_NETWORK + "\n\n" + given[given.index("def train_iris") :]
-    answers = {"checkpointed_gradient": TAPE}
-    return grade_pasted({NETWORK_CELL: network}, answers, {"test_checkpointed_gradient", "test_step_program"})
+    answers = {
+        "checkpointed_gradient": TAPE,
+        "step_program": _answer("step_program") + LONG_PROGRAM,
+        "compile_program": _answer("compile_program").replace("def compile_program(", "def _compile_program(")
+        + PADDED_SOURCE,
+    }
+    parts = {"test_checkpointed_gradient", "test_step_program", "test_compile_program"}
+    return grade_pasted({NETWORK_CELL: network}, answers, parts)
+
+
+def test_ps13_a_long_source_for_a_long_program_is_refused_before_it_is_parsed(pasted):
+    """Fair: 0/3, refused on the step's program (a 20 MB source held the judge at 1.47 GB for 34 s)."""
+    points, message = pasted["test_compile_program"]
+    assert points == 0 and "your step's program: the source has" in message, message
 
 
 def test_ps13_a_network_without_hidden_layers_does_not_spare_the_relu_rule():
