@@ -117,11 +117,11 @@ def _without_relu_rule() -> str:
 
 
 # Part 3: no checkpointing: the whole flight recorded at once, by an engine of one's own whose operations are a
-# few bytes each in arrays (a tape: no graph of objects). The test compares the memory with the whole flight
-# recorded by the given engine (about 275 bytes an operation); the tape needs about 40, and at the hidden
+# few numbers each in arrays (a tape: no graph of objects). The test compares the memory with the whole flight
+# recorded by the given engine (about 400 bytes an operation); the tape needs about 50, and at the hidden
 # throw's 1 ms steps (about 500 steps, 9.5 MB given) it fits within the 1 MB allowed for noise and what the
 # measured copy takes off as its own cost (4 MB): 6/6, fair 0/6 (in Jupyter the flight compared with is the
-# tape's, and it fails by a little). Telling a whole flight in 40 bytes an operation from checkpointing needs
+# tape's, and it fails by a little). Telling a whole flight in 50 bytes an operation from checkpointing needs
 # flights of thousands of steps (4 s more per hand-in): a strict xfail, listed in the README's "Not guaranteed".
 TAPE = """
 from array import array
