@@ -24,13 +24,17 @@ SOURCE = nbformat.read(ROOT / "solutions" / PS13 / f"{PS13}.ipynb", as_version=4
 NETWORK_CELL = next(k for k, cell in enumerate(SOURCE.cells) if cell.source.startswith("# Chapter 10's network"))
 
 
-def grade_pasted(cells: dict[int, str], answers: dict[str, str], only: set[str]) -> dict:
+def grade_pasted(cells: dict[int, str], answers: dict[str, str], added: dict[str, str], only: set[str]) -> dict:
     """``grade`` of a hand-in with ``answers`` (the solution's elsewhere) whose released cells ``cells`` (by
-    position) are replaced, as a student pastes their own earlier solutions over the given engine cells."""
+    position) are replaced, as a student pastes their own earlier solutions over the given engine cells, and
+    with a cell of the student's after the answer cell of each grade id in ``added``."""
     release = nbformat.read(ROOT / "exercises" / PS13 / f"{PS13}.ipynb", as_version=4)
     notebook = fill_in(release, SOURCE, answers)
     for k, text in cells.items():
         notebook.cells[k].source = text
+    for grade_id, text in added.items():
+        at = next(k for k, c in enumerate(notebook.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(text))
     sandbox = Sandbox(Limits(wall_seconds=90, cpu_seconds=90), rules=read_rules(ROOT / "solutions" / PS13))
     results = grade_hand_in(SOURCE, notebook, ROOT / "exercises" / PS13, sandbox, 60, f"{PS13}.ipynb", only)
     return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
@@ -86,6 +90,12 @@ def train_step(model, X, y, lr):
 def test_ps13_a_network_of_ones_own_pasted_over_the_given_one_keeps_its_points(pasted):
     """Fair: 4/4 on part 4 (was 0/4; 0/9 on parts 4 to 6), with a program 2,000 equations longer (see part 6)."""
     assert pasted["test_step_program"][0] == 4, pasted
+
+
+def test_ps13_a_cell_too_deep_to_compile_fails_alone(pasted):
+    """The hand-in is graded (it went to a human before), the cell named in the notes."""
+    points, message = pasted["test_step_program"]
+    assert points == 4 and "nested too deeply" in message, message
 
 
 # Part 4: an MLP of one's own that leaves out the hidden layers (its sizes but the first and last ignored): no
@@ -251,6 +261,13 @@ def compile_program(program, name="compiled"):
 """
 
 
+# Any part: a cell of the student's that Python cannot compile for its depth (a sum of 50,000 terms): the grader's
+# reading of the cells' names raised RecursionError, and the whole hand-in went to a human ungraded, "ask for a new
+# hand-in" (a student's way out of a deadline); the runner would have ended on it too. In Jupyter that cell alone
+# fails: now it is reported as a cell that is not valid Python, and the parts are graded.
+TOO_DEEP = "check = 0 * (" + " + ".join(["DT"] * 50_000) + ")\n"
+
+
 @pytest.fixture(scope="module")
 def pasted() -> dict:
     """One run: the honest network pasted over the given cell, the tape in part 3, the long program and source."""
@@ -263,7 +280,7 @@ def pasted() -> dict:
         + PADDED_SOURCE,
     }
     parts = {"test_checkpointed_gradient", "test_step_program", "test_compile_program"}
-    return grade_pasted({NETWORK_CELL: network}, answers, parts)
+    return grade_pasted({NETWORK_CELL: network}, answers, {"checkpointed_gradient": TOO_DEEP}, parts)
 
 
 def test_ps13_a_long_source_for_a_long_program_is_refused_before_it_is_parsed(pasted):
