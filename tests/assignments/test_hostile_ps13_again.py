@@ -1,11 +1,12 @@
 """Hostile and honest students against ps13 (the capstone), red team 21, the second pass after
 test_hostile_ps13.py: an MLP of one's own pasted over the given one (as the notebook invites), a
 network without hidden layers that spared the step program its relu rule, a long program that made
-room for a long source in the judge's parse, and a compact engine of one's own that holds the whole
-flight within the checkpointing part's memory allowance.
+room for a long source in the judge's parse, a cell too deep to compile that sent the whole hand-in
+to a human, and a compact engine of one's own that holds the whole flight within the checkpointing
+part's memory allowance (a strict xfail).
 
-Two grading runs of the real sandbox, each with several answers; each case asserts the fair score
-(the one the notebook gets in Jupyter, top to bottom).
+Two grading runs of the real sandbox, the first with several answers; each case asserts the fair
+score (the one the notebook gets in Jupyter, top to bottom).
 """
 
 from __future__ import annotations
