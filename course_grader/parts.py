@@ -84,7 +84,7 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
     return blocks
 
 
-# A cell Python cannot compile: invalid, or nested too deeply (`x = k + k + ... + k`, 50,000 terms, raised
+# A cell Python cannot compile: invalid, or nested too deeply (`x = k + k + ... + k`, 5,000 terms, raised
 # RecursionError here, and the whole hand-in went to a human ungraded: in Jupyter that cell alone fails).
 UNCOMPILABLE = (SyntaxError, RecursionError)
 

@@ -262,11 +262,11 @@ def compile_program(program, name="compiled"):
 """
 
 
-# Any part: a cell of the student's that Python cannot compile for its depth (a sum of 50,000 terms): the grader's
+# Any part: a cell of the student's that Python cannot compile for its depth (a sum of 5,000 terms): the grader's
 # reading of the cells' names raised RecursionError, and the whole hand-in went to a human ungraded, "ask for a new
 # hand-in" (a student's way out of a deadline); the runner would have ended on it too. In Jupyter that cell alone
 # fails: now it is reported as a cell that is not valid Python, and the parts are graded.
-TOO_DEEP = "check = 0 * (" + " + ".join(["DT"] * 50_000) + ")\n"
+TOO_DEEP = "check = 0 * (" + " + ".join(["DT"] * 5_000) + ")\n"
 
 
 @pytest.fixture(scope="module")
