@@ -111,6 +111,8 @@ def run_cell(cell: Cell, timeout: float) -> CellOutcome:
             "message": f"{error.msg} (line {error.lineno}); the grader runs Python "
             f"{sys.version_info.major}.{sys.version_info.minor}",
         }
+    except RecursionError:  # nested too deeply to compile: the cell fails, as in Jupyter, not the process
+        return {"status": "syntax", "error": "RecursionError", "message": "the cell is nested too deeply to compile"}
     out = io.StringIO()
     saved = sys.stdout, sys.stderr
 

@@ -84,13 +84,18 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
     return blocks
 
 
+# A cell Python cannot compile: invalid, or nested too deeply (`x = k + k + ... + k`, 5,000 terms, raised
+# RecursionError here, and the whole hand-in went to a human ungraded: in Jupyter that cell alone fails).
+UNCOMPILABLE = (SyntaxError, RecursionError)
+
+
 def bound_names(sources: list[str]) -> set[str]:
     """The top-level names these cells bind (definitions, assignments, imports)."""
     names: set[str] = set()
     for source in sources:
         try:
             tree = parse(source)
-        except SyntaxError:
+        except UNCOMPILABLE:
             continue
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -107,7 +112,7 @@ def used_names(source: str) -> set[str]:
     """The global names a cell reads (at its top level or inside its functions and classes)."""
     try:
         top = symtable.symtable(source, "<cell>", "exec")
-    except SyntaxError:
+    except UNCOMPILABLE:
         return set()
     names, tables = set(), [top]
     while tables:
