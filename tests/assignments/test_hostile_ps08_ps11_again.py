@@ -164,31 +164,145 @@ def test_ps08_a_network_trained_on_all_150_flowers_scores_nothing():
     assert points == 0 and "were replaced by others" in message, message
 
 
-# ... but the held-out flowers read again from course_lib's data set, under a name of the
-# student's, are the same whatever the test rebinds: 3/3, graded and in Jupyter (README, "Not
-# guaranteed": the flowers are in the student's process).
-TRAIN_ON_RELOADED_HELD_OUT = """
-from course_lib.datasets import load_iris as _flowers
+# The probes of parts 2 and 3 check that the partial derivatives come off the output's tangent,
+# or back through the output with backward; not how the student's own classes made that output.
+# Part 2: a Dual subclass that records a tape on the side and reads an unseeded tangent off a
+# reverse sweep of it (no forward mode at all). Part 3: forward mode on vector tangents whose
+# output poses as a node of a tape with one edge to every leaf, the partial derivative as its
+# local derivative. 2/2 each, graded and in Jupyter (README, "Not guaranteed": operations inside
+# the student's process).
+TANGENT_BY_A_SWEEP = """class Spy(Dual):
+    \"\"\"Looks like a Dual to f; records a tape on the side, and its tangent, where nobody seeded
+    one, is read off a reverse sweep of that tape.\"\"\"
+    __slots__ = ("var", "seed", "context")
+
+    def __init__(self, primal, tangent, var=None, context=None):
+        self.var = Var(primal) if var is None else var
+        self.context = context
+        super().__init__(primal, tangent)
+
+    @property
+    def tangent(self):
+        if self.seed is not None:
+            return self.seed
+        leaves, index = self.context
+        backward(self.var)
+        return leaves[index].var.grad
+
+    @tangent.setter
+    def tangent(self, value):
+        self.seed = value
+
+    def _with(self, var):
+        return Spy(var.value, None, var, self.context)
+
+    def __add__(self, other):
+        return self._with(self.var + getattr(other, "var", other))
+
+    def __sub__(self, other):
+        return self._with(self.var - getattr(other, "var", other))
+
+    def __mul__(self, other):
+        return self._with(self.var * getattr(other, "var", other))
+
+    __radd__, __rmul__ = __add__, __mul__
+
+    def __rsub__(self, other):
+        return self._with(other - self.var)
+
+    def __neg__(self):
+        return self._with(-self.var)
+
+    def sin(self):
+        return self._with(self.var.sin())
+
+    def cos(self):
+        return self._with(self.var.cos())
+
+    def exp(self):
+        return self._with(self.var.exp())
+
+    def tanh(self):
+        return self._with(self.var.tanh())
 
 
-def train(seed):
-    X_all, y_all, *_ = _flowers()
-    _, held_out = stratified_split(y_all, 10, 4)
-    mean, std = X_train_raw.mean(axis=0), X_train_raw.std(axis=0)
-    X_fit, y_fit = (X_all[held_out] - mean) / std, y_all[held_out]
-    model = MLP([4, 16, 3], rng=seed)
-    optimiser = SGD(model.parameters(), lr=0.1)
-    rng = np.random.default_rng(seed)
-    for epoch in range(100):
-        order = rng.permutation(len(y_fit))
-        for start in range(0, len(order), 16):
-            rows = order[start:start + 16]
-            train_step(model, optimiser, X_fit[rows], y_fit[rows])
-    return model
+def gradient_by_forward_mode(f, x):
+    gradient = []
+    for i in range(len(x)):
+        context = [[], i]
+        spies = [Spy(Num(v), Num(1.0 if j == i else 0.0), context=context) for j, v in enumerate(x)]
+        context[0] = spies
+        gradient.append(f(spies).tangent.value)
+    return gradient
+"""
+VECTOR_FORWARD_MODE_AS_A_TAPE = """class Jet:
+    \"\"\"A value and its whole gradient (a NumPy vector), posing as a node of a tape: one edge to
+    every leaf, with the partial derivative as its local derivative.\"\"\"
+
+    def __init__(self, primal, tangent, leaves):
+        self.primal, self.tangent, self.leaves, self.grad = primal, np.asarray(tangent, dtype=float), leaves, None
+
+    @property
+    def value(self):
+        return Num(self.primal)
+
+    @property
+    def parents(self):
+        return tuple((leaf, Num(float(d))) for leaf, d in zip(self.leaves, self.tangent))
+
+    def _lift(self, other):
+        return other if isinstance(other, Jet) else Jet(float(other), 0.0, self.leaves)
+
+    def _new(self, primal, tangent):
+        return Jet(primal, tangent, self.leaves)
+
+    def __add__(self, other):
+        other = self._lift(other)
+        return self._new(self.primal + other.primal, self.tangent + other.tangent)
+
+    def __sub__(self, other):
+        other = self._lift(other)
+        return self._new(self.primal - other.primal, self.tangent - other.tangent)
+
+    def __mul__(self, other):
+        other = self._lift(other)
+        return self._new(self.primal * other.primal, self.tangent * other.primal + self.primal * other.tangent)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+    def __rsub__(self, other):
+        return self._lift(other) - self
+
+    def __neg__(self):
+        return self._new(-self.primal, -self.tangent)
+
+    def sin(self):
+        return self._new(math.sin(self.primal), math.cos(self.primal) * self.tangent)
+
+    def cos(self):
+        return self._new(math.cos(self.primal), -math.sin(self.primal) * self.tangent)
+
+    def exp(self):
+        return self._new(math.exp(self.primal), math.exp(self.primal) * self.tangent)
+
+    def tanh(self):
+        t = math.tanh(self.primal)
+        return self._new(t, (1 - t * t) * self.tangent)
+
+
+def gradient_by_reverse_mode(f, x):
+    leaves = [Var(Num(v)) for v in x]
+    backward(f([Jet(v, e, leaves) for v, e in zip(x, np.eye(len(x)))]))
+    return [leaf.grad.value for leaf in leaves]
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the held-out flowers live in the student's process (README, Not guaranteed)")
-def test_ps08_held_out_flowers_read_again_score_nothing():
-    points, message = grade(PS08, {"train": TRAIN_ON_RELOADED_HELD_OUT}, {"test_train"}, 60)["test_train"]
-    assert points == 0, message
+@pytest.mark.xfail(strict=True, reason="what the student's classes do inside a pass is theirs (README, Not guaranteed)")
+def test_ps11_gradients_made_another_way_inside_the_students_classes_score_nothing():
+    answers = {
+        "gradient_by_forward_mode": TANGENT_BY_A_SWEEP,
+        "gradient_by_reverse_mode": VECTOR_FORWARD_MODE_AS_A_TAPE,
+    }
+    got = grade(PS11, answers, {f"test_{name}" for name in answers})
+    assert got["test_gradient_by_forward_mode"][0] == 0, got
+    assert got["test_gradient_by_reverse_mode"][0] == 0, got
