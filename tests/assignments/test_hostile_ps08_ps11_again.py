@@ -32,9 +32,11 @@ def gradient_by_differences(f, x, h=1e-5):
     return estimates
 """
 
-# Part 2, honest: Dual rebound to a subclass that also divides. The judge's reference forward
-# mode (part 4) then made the student's Duals of its own Nums, whose methods the student's process
-# may not call: part 4 failed with ReadOnly.
+# Part 2, honest: Dual rebound to a subclass that also divides, and the output's tangent read only
+# where f gave a Dual. The judge's reference forward mode (part 4) then made the student's Duals
+# of its own Nums, whose methods the student's process may not call: part 4 failed with ReadOnly.
+# And the hidden probe's output (student_side(Dual, ...)) was the set-up cells' Dual, not the
+# student's, as it is in Jupyter: isinstance said no, 0/2.
 DUAL_SUBCLASS = """
 class Dual(Dual):
     \"\"\"Dual numbers that also divide.\"\"\"
@@ -47,7 +49,11 @@ class Dual(Dual):
 
 
 def gradient_by_forward_mode(f, x):
-    return [f([Dual(Num(v), Num(float(i == j))) for j, v in enumerate(x)]).tangent.value for i in range(len(x))]
+    gradient = []
+    for i in range(len(x)):
+        out = f([Dual(Num(v), Num(float(i == j))) for j, v in enumerate(x)])
+        gradient.append(out.tangent.value if isinstance(out, Dual) else 0.0)  # f may ignore its inputs
+    return gradient
 """
 
 # Part 3, hostile: forward mode on vector tangents (plain floats, one pass of f), and a backward
@@ -141,6 +147,25 @@ def test_ps11_changed_classes_keep_their_points_and_vector_forward_mode_is_not_r
     }, got
 
 
+# ps08 part 4, honest: MLP rebound to a subclass with a method of the student's that train_step
+# uses. The test's models (student_side(MLP, ...)) were course_lib's MLP, not the student's
+# class as in Jupyter: 0/3 ("'MLP' object has no attribute 'loss'").
+MLP_SUBCLASS = """
+class MLP(MLP):
+    \"\"\"course_lib's MLP with the loss of a minibatch as a method.\"\"\"
+
+    def loss(self, X, y):
+        return cross_entropy(self(X), y)
+
+
+def train_step(model, optimiser, X, y):
+    optimiser.zero_grad()
+    loss = model.loss(X, y)
+    loss.backward()
+    optimiser.step()
+    return loss.item()
+"""
+
 # ps08 part 5: the whole data set X, y (the held-out flowers among them) read when train is called:
 # 3/3 before, since the blind run rebound only X_test_raw and y_test. It now rebinds X and y too.
 TRAIN_ON_ALL_FLOWERS = """
@@ -159,9 +184,13 @@ def train(seed):
 """
 
 
-def test_ps08_a_network_trained_on_all_150_flowers_scores_nothing():
-    points, message = grade(PS08, {"train": TRAIN_ON_ALL_FLOWERS}, {"test_train"}, 60)["test_train"]
-    assert points == 0 and "were replaced by others" in message, message
+def test_ps08_a_subclass_of_mlp_keeps_its_points_and_training_on_all_150_flowers_scores_nothing():
+    """Fair: 3/3 for train_step, 0/3 for train."""
+    got = grade(
+        PS08, {"train_step": MLP_SUBCLASS, "train": TRAIN_ON_ALL_FLOWERS}, {"test_train_step", "test_train"}, 60
+    )
+    assert got["test_train_step"][0] == 3, got
+    assert got["test_train"][0] == 0 and "were replaced by others" in got["test_train"][1], got
 
 
 # The probes of parts 2 and 3 check that the partial derivatives come off the output's tangent,
