@@ -209,9 +209,9 @@ def test_an_endless_loop_within_counted_calls_times_out_as_the_test():
     assert points == 0 and "the test ran longer than 3 s" in message, message
 
 
-# ps11 part 2 still passes when the student's own Dual class records a tape for a reverse sweep
-# of its own while it looks like forward mode to f (n passes of Duals of x, seeded e_i): 2/2,
-# graded and in Jupyter (README, "Not guaranteed": operations inside the student's process).
+# ps11 part 2: the student's own Dual class records a tape for a reverse sweep of its own while it
+# looks like forward mode to f (n passes of Duals of x, seeded e_i): 2/2 before. Hidden trials now
+# hand an f whose output carries twice its tangent (test_hostile_ps08_ps11_again.py has more).
 TAPE_IN_DUALS = """
 class Spy(Dual):
     __slots__ = ("var",)
@@ -265,9 +265,6 @@ def gradient_by_forward_mode(f, x):
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="what the student's Dual class does with a pass is theirs (README, Not guaranteed)"
-)
 def test_ps11_a_tape_inside_the_students_duals_scores_nothing():
     points, message = grade(PS11, {"gradient_by_forward_mode": TAPE_IN_DUALS}, {"test_gradient_by_forward_mode"})[
         "test_gradient_by_forward_mode"
