@@ -32,10 +32,12 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, graded_cells, load_hon
 from course_grader.grading import ClassGrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").exists())
-# Long enough for every honest cell in the course with four hand-ins graded at once on two
-# cores (ps03's reference standing in for a slip makes many round trips: 3-4 s alone, over 20 s
-# in a loaded run); a passing run never waits for it.
-GRADING_TIMEOUT = 40
+# The grader's default (`make autograde`): long enough for every honest cell in the course with
+# make test's workers grading beside each other on two cores. References standing in for a slip
+# make many round trips (ps03's: 3-4 s alone, over 20 s in a loaded run; ps08's train_step, 800
+# steps for each of test_train's five trainings: about 34 s at a load of 9); a passing run never
+# waits for it.
+GRADING_TIMEOUT = 60
 # The endless loop's: its first part waits this long; its other parts are the solution's.
 LOOP_TIMEOUT = 8
 
