@@ -1,0 +1,160 @@
+"""ps01 (finite differences) and ps04 (topological sort) again: honest idioms the first pass
+(test_hostile_ps01_ps04.py) left untried.
+
+One grading run per assignment (``grade`` of test_verdict_seams.py, in the real sandbox), every
+answer cell an honest answer in an unusual but fair idiom: each part must score what the notebook
+earns when it runs top to bottom in Jupyter (full marks; each answer below was run there).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_verdict_seams import grade
+
+PS01, PS04 = "ps01_finite_differences", "ps04_topological_sort"
+
+# ps04, honest: helpers on a subclass of Node bound to its name, as the test's nodes have them in
+# Jupyter. A slot the answer reads with getattr(node, "mark", None) before it is set (graded: the
+# slot's descriptor was applied to the runner's stand-in, "TypeError: descriptor 'mark' for 'Node'
+# objects doesn't apply to a 'Trusted' object", 0/2), and a functools.cached_property ("No
+# '__dict__' attribute on 'Trusted' instance", 0/2): course_grader/runner.py now reads an unset slot
+# as missing and keeps a cached property's value with what the answer set on the stand-in.
+SLOT_READ_UNSET = """class Node(Node):
+    __slots__ = ("mark",)
+
+
+def dfs_postorder(output):
+    order = []
+
+    def visit(node):
+        if getattr(node, "mark", None) is order:
+            return
+        node.mark = order
+        for parent in node.parents:
+            visit(parent)
+        order.append(node)
+
+    visit(output)
+    return order
+"""
+CACHED_PROPERTY = '''import functools
+
+
+class Node(Node):
+    @functools.cached_property
+    def distinct_parents(self):
+        return tuple({id(p): p for p in self.parents}.values())
+
+
+def topo_sort(output):
+    """Depth-first with a stack of (node, iterator over its parents)."""
+    order, seen = [], {output}
+    stack = [(output, iter(output.distinct_parents))]
+    while stack:
+        node, parents = stack[-1]
+        for parent in parents:
+            if parent not in seen:
+                seen.add(parent)
+                stack.append((parent, iter(parent.distinct_parents)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+'''
+# ps04, honest but slow: the ancestors recomputed for every node (0.2 s for the whole test in
+# Jupyter). Each read of node.parents was a request to the judge: over 60 s, a time-out, 0/2. The
+# runner now keeps what the judge's objects showed until the judge runs code again.
+ANCESTORS_RECOMPUTED = '''def ancestors(node):
+    """node and every node it depends on."""
+    found, todo = {node}, [node]
+    while todo:
+        for parent in todo.pop().parents:
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return found
+
+
+def is_topological(order, output):
+    if not order or order[-1] is not output or len(set(order)) != len(order):
+        return False
+    for k, node in enumerate(order):
+        if node not in ancestors(output):
+            return False  # the output does not depend on it
+        if node.parents is not node.parents or any(parent not in order[:k] for parent in node.parents):
+            return False  # a parent is missing or comes later (node.parents is one tuple, as in Jupyter)
+    return len(order) == len(ancestors(output))
+'''
+
+# ps01, honest: a float subclass and a 0-d array returned (held before), central differences over
+# the step the floats really take, (x + h) - (x - h) (within 10% of the test's tolerance over
+# 200,000 draws), and a gradient in a subclass of ndarray (graded: "return a NumPy array, not a
+# Remote", 0/2; the runner now sends a subclass of ndarray, float, int, complex or str as the
+# plain value it holds, as isinstance takes it in Jupyter).
+PS01_HONEST = {
+    "forward_difference": '''class Estimate(float):
+    """A float that remembers its step."""
+
+    def __new__(cls, value, h):
+        self = super().__new__(cls, value)
+        self.h = h
+        return self
+
+
+def forward_difference(f, x, h):
+    return Estimate((f(x + h) - f(x)) / h, h)
+''',
+    "central_difference": """def central_difference(f, x, h):
+    up, down = x + h, x - h
+    return np.asarray((f(up) - f(down)) / (up - down))
+""",
+    "gradient_fd": '''class Gradient(np.ndarray):
+    """An array that says it is a gradient."""
+
+
+def gradient_fd(f, x, h=1e-6):
+    grad = np.zeros(x.shape).view(Gradient)
+    for index in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def ps04():
+    answers = {
+        "dfs_postorder": SLOT_READ_UNSET,
+        "topo_sort": CACHED_PROPERTY,
+        "is_topological": ANCESTORS_RECOMPUTED,
+    }
+    parts = {"test_dfs_postorder", "test_topo_sort", "test_is_topological"}
+    return grade(PS04, answers, parts, 60)
+
+
+@pytest.fixture(scope="module")
+def ps01():
+    parts = {"test_forward_difference", "test_central_difference", "test_gradient_fd"}
+    return grade(PS01, PS01_HONEST, parts | {"test_gradient_fd_leaves_x_alone"}, 60)
+
+
+def test_ps04_helpers_on_a_node_subclass_work_on_the_tests_nodes(ps04):
+    for part in ("test_dfs_postorder", "test_topo_sort"):
+        assert ps04[part][0] == 2, ps04
+
+
+def test_ps04_reading_the_tests_nodes_again_costs_no_request(ps04):
+    assert ps04["test_is_topological"][0] == 2, ps04
+
+
+def test_ps01_subclasses_of_float_and_ndarray_arrive_as_their_numbers(ps01):
+    expected = {
+        "test_forward_difference": 2,
+        "test_central_difference": 2,
+        "test_gradient_fd": 2,
+        "test_gradient_fd_leaves_x_alone": 1,
+    }
+    assert {part: ps01[part][0] for part in expected} == expected, ps01
