@@ -183,6 +183,40 @@ for _name in BINARY:
 for _name in UNARY:
     setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
 
+SETUP_ATTRIBUTES: dict[type, dict[str, Any]] = {}  # each set-up class's own attributes, as its cells left them
+
+
+def _theirs(proxy: Trusted, dunder: str) -> Any:
+    """The operator the student's cells gave the notebook's class of ``proxy``'s object (``Node.__lt__
+    = ...`` to keep nodes in a heap, or one on a subclass bound to its name), bound to ``proxy``, as
+    in Jupyter; None where that class has none of theirs (the judge's object answers)."""
+    cls = proxy.__class__
+    for klass in cls.__mro__ if cls is not Trusted else ():
+        if dunder in vars(klass):
+            value = vars(klass)[dunder]
+            if klass.__module__ != "__main__" or SETUP_ATTRIBUTES.get(klass, {}).get(dunder, MISSING) is value:
+                return None
+            return value.__get__(proxy, cls) if hasattr(type(value), "__get__") else None
+    return None
+
+
+def _or_theirs(dunder: str, method: Any) -> Any:
+    def operator_method(self: Trusted, *args: Any) -> Any:
+        theirs = _theirs(self, dunder)
+        return theirs(*args) if theirs is not None else method(self, *args)
+
+    operator_method.__name__ = dunder
+    return operator_method
+
+
+for _dunder in ("__getitem__", "__len__", "__iter__", "__contains__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
+for _name in BINARY:
+    for _dunder in (f"__{_name.rstrip('_')}__", f"__r{_name.rstrip('_')}__"):
+        setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
+for _name in UNARY:
+    setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", vars(Trusted)[f"__{_name}__"]))
+
 
 # One request at a time: threads of the student's (a pool mapping f_grad over points) take turns,
 # where each would otherwise read the other's reply. Re-entrant: a request served meanwhile asks too.
@@ -465,6 +499,9 @@ def main() -> None:
             )
             SETUP_CLASSES.update(
                 (v.__qualname__, v) for v in bound.values() if isinstance(v, type) and v.__module__ == "__main__"
+            )
+            SETUP_ATTRIBUTES.update(
+                (v, dict(vars(v))) for v in bound.values() if isinstance(v, type) and v.__module__ == "__main__"
             )
     answers = {str(n) for n in job.get("answers", [])}
     JUDGE.codec.setup_function = set_up_functions(setup_scope, answers)  # type: ignore[method-assign]

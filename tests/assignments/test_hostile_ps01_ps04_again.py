@@ -16,9 +16,11 @@ PS01, PS04 = "ps01_finite_differences", "ps04_topological_sort"
 # ps04, honest: helpers on a subclass of Node bound to its name, as the test's nodes have them in
 # Jupyter. A slot the answer reads with getattr(node, "mark", None) before it is set (graded: the
 # slot's descriptor was applied to the runner's stand-in, "TypeError: descriptor 'mark' for 'Node'
-# objects doesn't apply to a 'Trusted' object", 0/2), and a functools.cached_property ("No
-# '__dict__' attribute on 'Trusted' instance", 0/2): course_grader/runner.py now reads an unset slot
-# as missing and keeps a cached property's value with what the answer set on the stand-in.
+# objects doesn't apply to a 'Trusted' object", 0/2), a functools.cached_property ("No '__dict__'
+# attribute on 'Trusted' instance", 0/2) and an operator put on Node to keep nodes in a heap ("'<'
+# not supported between instances of 'Node' and 'Node'": the judge's Node was asked, 0/2):
+# course_grader/runner.py now reads an unset slot as missing, keeps a cached property's value with
+# what the answer set on the stand-in, and runs the operators the answers gave Node.
 SLOT_READ_UNSET = """class Node(Node):
     __slots__ = ("mark",)
 
@@ -38,6 +40,7 @@ def dfs_postorder(output):
     return order
 """
 CACHED_PROPERTY = '''import functools
+import heapq
 
 
 class Node(Node):
@@ -46,20 +49,31 @@ class Node(Node):
         return tuple({id(p): p for p in self.parents}.values())
 
 
+Node.__lt__ = lambda self, other: self.name < other.name  # nodes in a heap: the smaller name first
+
+
 def topo_sort(output):
-    """Depth-first with a stack of (node, iterator over its parents)."""
-    order, seen = [], {output}
-    stack = [(output, iter(output.distinct_parents))]
-    while stack:
-        node, parents = stack[-1]
-        for parent in parents:
-            if parent not in seen:
-                seen.add(parent)
-                stack.append((parent, iter(parent.distinct_parents)))
-                break
-        else:
-            stack.pop()
-            order.append(node)
+    """Kahn's algorithm from the inputs, the ready nodes in a heap."""
+    children, todo = {output: []}, [output]
+    while todo:
+        for parent in todo.pop().distinct_parents:
+            if parent not in children:
+                children[parent] = []
+                todo.append(parent)
+    for node in children:
+        for parent in node.distinct_parents:
+            children[parent].append(node)
+    waiting = {node: len(node.distinct_parents) for node in children}
+    ready = [node for node, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        node = heapq.heappop(ready)
+        order.append(node)
+        for child in children[node]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(ready, child)
     return order
 '''
 # ps04, honest but slow: the ancestors recomputed for every node (0.2 s for the whole test in
@@ -86,6 +100,14 @@ def is_topological(order, output):
             return False  # a parent is missing or comes later (node.parents is one tuple, as in Jupyter)
     return len(order) == len(ancestors(output))
 '''
+
+# ps04, attack: no child counts at all. child_count_order is part 2's topo_sort reversed (a
+# reversed post-order is an output-first order, and it meets the visible test's "x released too
+# early" case): 2/2, in Jupyter too. No test of the order can tell: every valid order is one some
+# run of Kahn's algorithm gives (README, "Not guaranteed").
+REVERSED_TOPO_SORT = """def child_count_order(output):
+    return topo_sort(output)[::-1]
+"""
 
 # ps01, honest: a float subclass and a 0-d array returned (held before), central differences over
 # the step the floats really take, (x + h) - (x - h) (within 10% of the test's tolerance over
@@ -130,8 +152,9 @@ def ps04():
         "dfs_postorder": SLOT_READ_UNSET,
         "topo_sort": CACHED_PROPERTY,
         "is_topological": ANCESTORS_RECOMPUTED,
+        "child_count_order": REVERSED_TOPO_SORT,
     }
-    parts = {"test_dfs_postorder", "test_topo_sort", "test_is_topological"}
+    parts = {"test_dfs_postorder", "test_topo_sort", "test_is_topological", "test_child_count_order"}
     return grade(PS04, answers, parts, 60)
 
 
@@ -148,6 +171,12 @@ def test_ps04_helpers_on_a_node_subclass_work_on_the_tests_nodes(ps04):
 
 def test_ps04_reading_the_tests_nodes_again_costs_no_request(ps04):
     assert ps04["test_is_topological"][0] == 2, ps04
+
+
+@pytest.mark.xfail(strict=True, reason="any valid output-first order is one Kahn's algorithm can give")
+def test_ps04_child_count_order_must_count(ps04):
+    """Fair: 0/2 for an order that is part 2's reversed."""
+    assert ps04["test_child_count_order"][0] == 0, ps04
 
 
 def test_ps01_subclasses_of_float_and_ndarray_arrive_as_their_numbers(ps01):
