@@ -137,7 +137,8 @@ class Codec:
         ):
             return None
         if issubclass(kind, np.ndarray):  # a subclass of ndarray (np.matrix, their Gradient): its numbers
-            return value.view(np.ndarray) if value.dtype.kind in "biufc" else None
+            numbers = np.ndarray.view(value, np.ndarray)  # ndarray's own view: never theirs
+            return numbers if numbers.dtype.kind in "biufc" else None
         number = next((b for b in (float, int, complex, str) if issubclass(kind, b)), None)
         if number is not None:  # a float subclass of theirs: the number it holds, as isinstance takes it
             return getattr(number, f"__{number.__name__}__")(value)

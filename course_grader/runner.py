@@ -20,6 +20,7 @@ after which it goes on the same way; uses the standard library, NumPy and whatev
 from __future__ import annotations
 
 import builtins
+import fcntl
 import functools
 import gc
 import importlib.machinery
@@ -230,30 +231,81 @@ TALKING = threading.RLock()
 # tuple comes back, as in Jupyter. Forgotten whenever the judge may have run: at each of its
 # requests and around every request of ours but a read.
 READS: dict[tuple[int, str], Any] = {}
+# Once the part forks, other processes may use the channel and the judge may run for them: no
+# reads are kept from then on, in the part's process or its copies (main() registers it).
+FORKED = [False]
 
 
 class _Missing(str):
     """A cached AttributeError's message."""
 
 
+# One process at a time on the channel: the workers of a process pool forked by the student's
+# code (the partial derivatives of a gradient computed in parallel) call the test's functions
+# through the pipes they inherit, where two read each other's replies and the part ended. A
+# process holds the lock (POSIX, per process, on the pipe the runner writes to) while it waits for
+# a reply, and lets it go while its own code runs for the judge meanwhile.
+HOLDING = {"pid": 0, "depth": 0}
+
+
+def _hold() -> None:
+    if HOLDING["pid"] != os.getpid():  # a forked copy holds nothing its parent held
+        HOLDING.update(pid=os.getpid(), depth=0)
+    if HOLDING["depth"] == 0:
+        fcntl.lockf(JUDGE.writer.fileno(), fcntl.LOCK_EX)
+    HOLDING["depth"] += 1
+
+
+def _let_go() -> None:
+    HOLDING["depth"] -= 1
+    if HOLDING["depth"] == 0:
+        fcntl.lockf(JUDGE.writer.fileno(), fcntl.LOCK_UN)
+
+
 def ask(proxy: Trusted, op: str, **fields: Any) -> Any:
     with TALKING:
-        number = object.__getattribute__(proxy, "_Trusted__number")
-        if op != "getattr":
+        _hold()
+        try:
+            return _ask(object.__getattribute__(proxy, "_Trusted__number"), op, **fields)
+        finally:
+            _let_go()
+
+
+def _ask(number: int, op: str, **fields: Any) -> Any:
+    if op != "getattr" or FORKED[0]:
+        READS.clear()
+        try:
+            return JUDGE.request(op, target={"$r": number}, **fields)
+        finally:
             READS.clear()
-            try:
-                return JUDGE.request(op, target={"$r": number}, **fields)
-            finally:
-                READS.clear()
-        key = (number, str(fields.get("name")))
-        if key not in READS:
-            try:
-                READS[key] = JUDGE.request(op, target={"$r": number}, **fields)
-            except AttributeError as error:
-                READS[key] = _Missing(error)
-        if type(READS[key]) is _Missing:
-            raise AttributeError(str(READS[key]))
-        return READS[key]
+    key = (number, str(fields.get("name")))
+    if key not in READS:
+        try:
+            READS[key] = JUDGE.request(op, target={"$r": number}, **fields)
+        except AttributeError as error:
+            READS[key] = _Missing(error)
+    if type(READS[key]) is _Missing:
+        raise AttributeError(str(READS[key]))
+    return READS[key]
+
+
+def _forked() -> None:
+    FORKED[0] = True
+
+
+def serve_in_turn(message: dict) -> Any:
+    """Serve the judge's request with the channel let go while the student's code runs (its pool's
+    workers may call the judge meanwhile), and held again for the reply."""
+    held = HOLDING["depth"] if HOLDING["pid"] == os.getpid() else 0
+    if held:
+        HOLDING["depth"] = 1
+        _let_go()
+    try:
+        return serve(message)
+    finally:
+        if held:
+            _hold()
+            HOLDING["depth"] = held
 
 
 def encode(value: Any) -> Any:
@@ -455,7 +507,8 @@ def main() -> None:
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve)
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve_in_turn)
+    os.register_at_fork(after_in_parent=_forked, after_in_child=_forked)  # this part's forks, not the zygote's
     job = JUDGE.receive()
     JUDGE.codec.classes = {str(name) for name in job.get("classes", [])}  # type: ignore[attr-defined]
     JUDGE.debug = job.get("debug") is True

@@ -113,7 +113,10 @@ REVERSED_TOPO_SORT = """def child_count_order(output):
 # the step the floats really take, (x + h) - (x - h) (within 10% of the test's tolerance over
 # 200,000 draws), and a gradient in a subclass of ndarray (graded: "return a NumPy array, not a
 # Remote", 0/2; the runner now sends a subclass of ndarray, float, int, complex or str as the
-# plain value it holds, as isinstance takes it in Jupyter).
+# plain value it holds, as isinstance takes it in Jupyter), and an observed_order whose two
+# errors come from a process pool's workers, which call the test's functions through the pipes they
+# inherit (graded: two read each other's replies, "the grading of your code ended the Python
+# process itself", 0/1; the runner now lets one process at a time wait on the channel).
 PS01_HONEST = {
     "forward_difference": '''class Estimate(float):
     """A float that remembers its step."""
@@ -131,6 +134,23 @@ def forward_difference(f, x, h):
     up, down = x + h, x - h
     return np.asarray((f(up) - f(down)) / (up - down))
 """,
+    "observed_order": '''import multiprocessing
+
+_JOB = {}
+
+
+def _error(step):
+    f, x, f_prime, method = _JOB["task"]
+    return abs(method(f, x, step) - f_prime)
+
+
+def observed_order(f, x, f_prime, method, h):
+    """The two errors computed side by side, by two workers forked with the task."""
+    _JOB["task"] = f, x, f_prime, method
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        coarse, fine = pool.map(_error, [h, h / 10], chunksize=1)
+    return float(np.log10(coarse / fine))
+''',
     "gradient_fd": '''class Gradient(np.ndarray):
     """An array that says it is a gradient."""
 
@@ -161,7 +181,7 @@ def ps04():
 @pytest.fixture(scope="module")
 def ps01():
     parts = {"test_forward_difference", "test_central_difference", "test_gradient_fd"}
-    return grade(PS01, PS01_HONEST, parts | {"test_gradient_fd_leaves_x_alone"}, 60)
+    return grade(PS01, PS01_HONEST, parts | {"test_gradient_fd_leaves_x_alone", "test_observed_order"}, 60)
 
 
 def test_ps04_helpers_on_a_node_subclass_work_on_the_tests_nodes(ps04):
@@ -179,11 +199,12 @@ def test_ps04_child_count_order_must_count(ps04):
     assert ps04["test_child_count_order"][0] == 0, ps04
 
 
-def test_ps01_subclasses_of_float_and_ndarray_arrive_as_their_numbers(ps01):
+def test_ps01_subclasses_arrive_as_their_numbers_and_pools_may_call_the_test(ps01):
     expected = {
         "test_forward_difference": 2,
         "test_central_difference": 2,
         "test_gradient_fd": 2,
         "test_gradient_fd_leaves_x_alone": 1,
+        "test_observed_order": 1,
     }
     assert {part: ps01[part][0] for part in expected} == expected, ps01
