@@ -2,8 +2,9 @@
 (test_hostile_ps01_ps04.py) left untried.
 
 One grading run per assignment (``grade`` of test_verdict_seams.py, in the real sandbox), every
-answer cell an honest answer in an unusual but fair idiom: each part must score what the notebook
-earns when it runs top to bottom in Jupyter (full marks; each answer below was run there).
+answer cell but one an honest answer in an unusual but fair idiom: each part must score what the
+notebook earns when it runs top to bottom in Jupyter (full marks; each answer below was run
+there). The one attack, a child_count_order that counts nothing, is a strict xfail.
 """
 
 from __future__ import annotations
@@ -101,17 +102,17 @@ def is_topological(order, output):
     return len(order) == len(ancestors(output))
 '''
 
-# ps04, attack: no child counts at all. child_count_order is part 2's topo_sort reversed (a
-# reversed post-order is an output-first order, and it meets the visible test's "x released too
-# early" case): 2/2, in Jupyter too. No test of the order can tell: every valid order is one some
-# run of Kahn's algorithm gives (README, "Not guaranteed").
+# ps04, attack: no child counts at all. child_count_order is part 2's topo_sort reversed (any
+# inputs-first order reversed is an output-first one, and it meets the visible test's "x released
+# too early" case): 2/2, in Jupyter too. No test of the order can tell: every valid order is one
+# some run of Kahn's algorithm gives (README, "Not guaranteed": results that come another way).
 REVERSED_TOPO_SORT = """def child_count_order(output):
     return topo_sort(output)[::-1]
 """
 
 # ps01, honest: a float subclass and a 0-d array returned (held before), central differences over
 # the step the floats really take, (x + h) - (x - h) (within 10% of the test's tolerance over
-# 200,000 draws), and a gradient in a subclass of ndarray (graded: "return a NumPy array, not a
+# 200,000 draws), a gradient in a subclass of ndarray (graded: "return a NumPy array, not a
 # Remote", 0/2; the runner now sends a subclass of ndarray, float, int, complex or str as the
 # plain value it holds, as isinstance takes it in Jupyter), and an observed_order whose two
 # errors come from a process pool's workers, which call the test's functions through the pipes they
