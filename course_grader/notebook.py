@@ -25,7 +25,22 @@ NOTEBOOK = types.ModuleType("__main__")
 NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
 NAMESPACE["__builtins__"] = builtins
 SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
+SETUP_ATTRIBUTES: dict[type, dict[str, Any]] = {}  # each set-up class's own attributes, as its cells left them
 MISSING = object()
+
+
+def their_operator(cls: type, dunder: str) -> Any:
+    """The operator (``__lt__``, ``__add__`` ...) the student's cells gave the notebook's class
+    ``cls`` (``Node.__lt__ = ...`` to keep nodes in a heap, or one on a subclass bound to its name),
+    which the runner's stand-in for one of the test's objects of that class runs, as in Jupyter;
+    None where it has none of theirs (the judge's object answers)."""
+    for klass in cls.__mro__:
+        if dunder in vars(klass):
+            value = vars(klass)[dunder]
+            if klass.__module__ != "__main__" or SETUP_ATTRIBUTES.get(klass, {}).get(dunder, MISSING) is value:
+                return None
+            return value if hasattr(type(value), "__get__") else None
+    return None
 
 
 def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:

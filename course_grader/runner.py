@@ -20,7 +20,6 @@ after which it goes on the same way; uses the standard library, NumPy and whatev
 from __future__ import annotations
 
 import builtins
-import fcntl
 import functools
 import gc
 import importlib.machinery
@@ -44,11 +43,13 @@ from course_grader.notebook import (  # noqa: E402
     MISSING,
     NAMESPACE,
     NOTEBOOK,
+    SETUP_ATTRIBUTES,
     SETUP_CLASSES,
     freeze,
     run_cell,
     set_up_functions,
     student_names,
+    their_operator,
 )
 from course_grader.plain_data import Codec, described  # noqa: E402
 from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
@@ -184,21 +185,12 @@ for _name in BINARY:
 for _name in UNARY:
     setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
 
-SETUP_ATTRIBUTES: dict[type, dict[str, Any]] = {}  # each set-up class's own attributes, as its cells left them
-
 
 def _theirs(proxy: Trusted, dunder: str) -> Any:
-    """The operator the student's cells gave the notebook's class of ``proxy``'s object (``Node.__lt__
-    = ...`` to keep nodes in a heap, or one on a subclass bound to its name), bound to ``proxy``, as
-    in Jupyter; None where that class has none of theirs (the judge's object answers)."""
+    """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None."""
     cls = proxy.__class__
-    for klass in cls.__mro__ if cls is not Trusted else ():
-        if dunder in vars(klass):
-            value = vars(klass)[dunder]
-            if klass.__module__ != "__main__" or SETUP_ATTRIBUTES.get(klass, {}).get(dunder, MISSING) is value:
-                return None
-            return value.__get__(proxy, cls) if hasattr(type(value), "__get__") else None
-    return None
+    found = their_operator(cls, dunder) if cls is not Trusted else None
+    return found.__get__(proxy, cls) if found is not None else None
 
 
 def _or_theirs(dunder: str, method: Any) -> Any:
@@ -240,35 +232,9 @@ class _Missing(str):
     """A cached AttributeError's message."""
 
 
-# One process at a time on the channel: the workers of a process pool forked by the student's
-# code (the partial derivatives of a gradient computed in parallel) call the test's functions
-# through the pipes they inherit, where two read each other's replies and the part ended. A
-# process holds the lock (POSIX, per process, on the pipe the runner writes to) while it waits for
-# a reply, and lets it go while its own code runs for the judge meanwhile.
-HOLDING = {"pid": 0, "depth": 0}
-
-
-def _hold() -> None:
-    if HOLDING["pid"] != os.getpid():  # a forked copy holds nothing its parent held
-        HOLDING.update(pid=os.getpid(), depth=0)
-    if HOLDING["depth"] == 0:
-        fcntl.lockf(JUDGE.writer.fileno(), fcntl.LOCK_EX)
-    HOLDING["depth"] += 1
-
-
-def _let_go() -> None:
-    HOLDING["depth"] -= 1
-    if HOLDING["depth"] == 0:
-        fcntl.lockf(JUDGE.writer.fileno(), fcntl.LOCK_UN)
-
-
 def ask(proxy: Trusted, op: str, **fields: Any) -> Any:
     with TALKING:
-        _hold()
-        try:
-            return _ask(object.__getattribute__(proxy, "_Trusted__number"), op, **fields)
-        finally:
-            _let_go()
+        return _ask(object.__getattribute__(proxy, "_Trusted__number"), op, **fields)
 
 
 def _ask(number: int, op: str, **fields: Any) -> Any:
@@ -291,21 +257,6 @@ def _ask(number: int, op: str, **fields: Any) -> Any:
 
 def _forked() -> None:
     FORKED[0] = True
-
-
-def serve_in_turn(message: dict) -> Any:
-    """Serve the judge's request with the channel let go while the student's code runs (its pool's
-    workers may call the judge meanwhile), and held again for the reply."""
-    held = HOLDING["depth"] if HOLDING["pid"] == os.getpid() else 0
-    if held:
-        HOLDING["depth"] = 1
-        _let_go()
-    try:
-        return serve(message)
-    finally:
-        if held:
-            _hold()
-            HOLDING["depth"] = held
 
 
 def encode(value: Any) -> Any:
@@ -507,7 +458,7 @@ def main() -> None:
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve_in_turn)
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve, in_turn=True)
     os.register_at_fork(after_in_parent=_forked, after_in_child=_forked)  # this part's forks, not the zygote's
     job = JUDGE.receive()
     JUDGE.codec.classes = {str(name) for name in job.get("classes", [])}  # type: ignore[attr-defined]
