@@ -95,7 +95,8 @@ builtins.display = display  # type: ignore[attr-defined]
 def without_magics(source: str) -> str | None:
     """``source`` with its IPython lines made plain Python, as far as they only measure, show or
     install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``, ``np.argmin?``: each
-    becomes ``pass``; a ``%%time`` first line is dropped); None if it has none, or one that computes."""
+    becomes ``pass``; a ``%%time`` first line is dropped, and ``%time <statement>`` runs the
+    statement, as Jupyter does, once); None if it has none, or one that computes."""
     lines, changed = source.split("\n"), False
     first = next((k for k, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].startswith("%%"):
@@ -103,8 +104,11 @@ def without_magics(source: str) -> str | None:
             return None
         lines[first], changed = "", True
     for k, line in enumerate(lines):
-        if line.lstrip().startswith(("%", "!")) or HELP_LINE.fullmatch(line):
-            lines[k], changed = line[: len(line) - len(line.lstrip())] + "pass", True
+        indent, statement = line[: len(line) - len(line.lstrip())], line.lstrip()
+        if statement.startswith("%time ") and statement[6:].strip():  # its assignment stays, as in Jupyter
+            lines[k], changed = indent + statement[6:].strip(), True
+        elif statement.startswith(("%", "!")) or HELP_LINE.fullmatch(line):
+            lines[k], changed = indent + "pass", True
     return "\n".join(lines) if changed else None
 
 

@@ -117,7 +117,9 @@ REVERSED_TOPO_SORT = """def child_count_order(output):
 # plain value it holds, as isinstance takes it in Jupyter), and an observed_order whose two
 # errors come from a process pool's workers, which call the test's functions through the pipes they
 # inherit (graded: two read each other's replies, "the grading of your code ended the Python
-# process itself", 0/1; the runner now lets one process at a time wait on the channel).
+# process itself", 0/1; the runner now lets one process at a time wait on the channel), its
+# log10 imported under %time (graded: the line ran as `pass`, "name 'log10' is not defined"; now
+# the statement runs, as in Jupyter).
 PS01_HONEST = {
     "forward_difference": '''class Estimate(float):
     """A float that remembers its step."""
@@ -136,6 +138,7 @@ def forward_difference(f, x, h):
     return np.asarray((f(up) - f(down)) / (up - down))
 """,
     "observed_order": '''import multiprocessing
+%time from math import log10
 
 _JOB = {}
 
@@ -150,7 +153,7 @@ def observed_order(f, x, f_prime, method, h):
     _JOB["task"] = f, x, f_prime, method
     with multiprocessing.get_context("fork").Pool(2) as pool:
         coarse, fine = pool.map(_error, [h, h / 10], chunksize=1)
-    return float(np.log10(coarse / fine))
+    return log10(coarse / fine)
 ''',
     "gradient_fd": '''class Gradient(np.ndarray):
     """An array that says it is a gradient."""
