@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 from test_verdict_seams import grade
 
+from course_grader.notebook import without_magics
+
 PS01, PS04 = "ps01_finite_differences", "ps04_topological_sort"
 
 # ps04, honest: helpers on a subclass of Node bound to its name, as the test's nodes have them in
@@ -212,3 +214,10 @@ def test_ps01_subclasses_arrive_as_their_numbers_and_pools_may_call_the_test(ps0
         "test_observed_order": 1,
     }
     assert {part: ps01[part][0] for part in expected} == expected, ps01
+
+
+def test_a_timed_statement_runs_and_a_timed_loop_still_passes():
+    """%time runs its statement once (its import or assignment stays, as in Jupyter); %timeit, whose
+    statement IPython runs in a scope of its own, is still pass."""
+    source = "%time from math import log10\nif True:\n    %time y = 2\n%timeit log10(y)\n%time\n"
+    assert without_magics(source) == "from math import log10\nif True:\n    y = 2\npass\npass\n"
