@@ -3,6 +3,7 @@ it sends requests, waits for their replies and serves the other side's requests 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Callable
@@ -20,7 +21,7 @@ class Endpoint:
     """One side of the conversation: send requests, wait for replies, serve the other side's
     requests that arrive meanwhile (with ``serve``)."""
 
-    def __init__(self, read_fd: int, write_fd: int, codec: Codec, serve: Handler):
+    def __init__(self, read_fd: int, write_fd: int, codec: Codec, serve: Handler, in_turn: bool = False):
         self.reader = os.fdopen(read_fd, "rb", buffering=65536)
         self.writer = os.fdopen(write_fd, "wb", buffering=0)
         self.codec = codec
@@ -28,6 +29,12 @@ class Endpoint:
         self.counter = 0  # requests sent
         self.served = 0
         self.debug = False  # print the tracebacks of failed requests (on stderr)
+        # ``in_turn``: processes forked on this side (a process pool's workers calling the other
+        # side's functions) share the pipes, where two would read each other's replies. One at a
+        # time waits for a reply: it holds a lock (POSIX: per process) on the pipe it writes to,
+        # and lets it go while its own code serves the other side meanwhile.
+        self.in_turn = in_turn
+        self.turn = {"pid": 0, "depth": 0}  # this process's requests under way
 
     def send(self, message: dict) -> None:
         self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
@@ -62,26 +69,60 @@ class Endpoint:
         ``write_back``: the writeable arrays the request's arguments hold (``Codec.arrays``),
         which get what the other side's code wrote into its copies of them, as a call in one
         process would leave them."""
-        self.counter += 1
-        number = self.counter
-        if self.codec.unused:
-            fields["free"], self.codec.unused = self.codec.unused, []
-        self.send({"id": number, "op": op, **fields})
-        while True:
-            message = self.receive()
-            if "op" in message:
-                self.answer(message)
-                continue
-            if message.get("re") != number:
-                raise ProtocolError("a reply to a request that was not asked")
-            if "error" in message:
-                error = message["error"]
-                if type(error) is not dict:
-                    raise ProtocolError("a malformed error")
-                raise rebuild_error(clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", ""))))
-            if write_back and type(message.get("changed")) is list:
-                self._write_back(write_back, message["changed"])
-            return self.codec.decode(message.get("value"))
+        self._hold()
+        try:
+            self.counter += 1
+            number = self.counter
+            if self.codec.unused:
+                fields["free"], self.codec.unused = self.codec.unused, []
+            self.send({"id": number, "op": op, **fields})
+            while True:
+                message = self.receive()
+                if "op" in message:
+                    self.answer(message)
+                    continue
+                if message.get("re") != number:
+                    raise ProtocolError("a reply to a request that was not asked")
+                if "error" in message:
+                    error = message["error"]
+                    if type(error) is not dict:
+                        raise ProtocolError("a malformed error")
+                    kind, text = clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", "")))
+                    raise rebuild_error(kind, text)
+                if write_back and type(message.get("changed")) is list:
+                    self._write_back(write_back, message["changed"])
+                return self.codec.decode(message.get("value"))
+        finally:
+            self._let_go()
+
+    def _hold(self) -> None:
+        if not self.in_turn:
+            return
+        if self.turn["pid"] != os.getpid():  # a forked copy holds nothing its parent held
+            self.turn.update(pid=os.getpid(), depth=0)
+        if self.turn["depth"] == 0:
+            fcntl.lockf(self.writer.fileno(), fcntl.LOCK_EX)
+        self.turn["depth"] += 1
+
+    def _let_go(self) -> None:
+        if not self.in_turn:
+            return
+        self.turn["depth"] -= 1
+        if self.turn["depth"] == 0:
+            fcntl.lockf(self.writer.fileno(), fcntl.LOCK_UN)
+
+    def _serve_in_turn(self, message: dict) -> Any:
+        """``serve(message)`` with the channel let go while it runs, held again for the reply."""
+        held = self.turn["depth"] if self.in_turn and self.turn["pid"] == os.getpid() else 0
+        if held:
+            self.turn["depth"] = 1
+            self._let_go()
+        try:
+            return self.serve(message)
+        finally:
+            if held:
+                self._hold()
+                self.turn["depth"] = held
 
     def _write_back(self, arrays: list, changed: list) -> None:
         for entry in changed:
@@ -98,7 +139,7 @@ class Endpoint:
         if "free" in message:
             self.codec.forget(message["free"])
         try:
-            result = self.serve(message)
+            result = self._serve_in_turn(message)
             if result is ANSWERED:
                 return
             changed = []

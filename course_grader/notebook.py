@@ -25,7 +25,22 @@ NOTEBOOK = types.ModuleType("__main__")
 NAMESPACE: dict[str, Any] = vars(NOTEBOOK)
 NAMESPACE["__builtins__"] = builtins
 SETUP_CLASSES: dict[str, type] = {}  # the set-up cells' classes, by qualified name
+SETUP_ATTRIBUTES: dict[type, dict[str, Any]] = {}  # each set-up class's own attributes, as its cells left them
 MISSING = object()
+
+
+def their_operator(cls: type, dunder: str) -> Any:
+    """The operator (``__lt__``, ``__add__`` ...) the student's cells gave the notebook's class
+    ``cls`` (``Node.__lt__ = ...`` to keep nodes in a heap, or one on a subclass bound to its name),
+    which the runner's stand-in for one of the test's objects of that class runs, as in Jupyter;
+    None where it has none of theirs (the judge's object answers)."""
+    for klass in cls.__mro__:
+        if dunder in vars(klass):
+            value = vars(klass)[dunder]
+            if klass.__module__ != "__main__" or SETUP_ATTRIBUTES.get(klass, {}).get(dunder, MISSING) is value:
+                return None
+            return value if hasattr(type(value), "__get__") else None
+    return None
 
 
 def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
@@ -85,7 +100,8 @@ builtins.display = display  # type: ignore[attr-defined]
 def without_magics(source: str) -> str | None:
     """``source`` with its IPython lines made plain Python, as far as they only measure, show or
     install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``, ``np.argmin?``: each
-    becomes ``pass``; a ``%%time`` first line is dropped); None if it has none, or one that computes."""
+    becomes ``pass``; a ``%%time`` first line is dropped, and ``%time <statement>`` runs the
+    statement, as Jupyter does, once); None if it has none, or one that computes."""
     lines, changed = source.split("\n"), False
     first = next((k for k, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].startswith("%%"):
@@ -93,8 +109,11 @@ def without_magics(source: str) -> str | None:
             return None
         lines[first], changed = "", True
     for k, line in enumerate(lines):
-        if line.lstrip().startswith(("%", "!")) or HELP_LINE.fullmatch(line):
-            lines[k], changed = line[: len(line) - len(line.lstrip())] + "pass", True
+        indent, statement = line[: len(line) - len(line.lstrip())], line.lstrip()
+        if statement.startswith("%time ") and statement[6:].strip():  # its assignment stays, as in Jupyter
+            lines[k], changed = indent + statement[6:].strip(), True
+        elif statement.startswith(("%", "!")) or HELP_LINE.fullmatch(line):
+            lines[k], changed = indent + "pass", True
     return "\n".join(lines) if changed else None
 
 

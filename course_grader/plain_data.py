@@ -136,6 +136,12 @@ class Codec:
             self, "classes", ()
         ):
             return None
+        if issubclass(kind, np.ndarray):  # a subclass of ndarray (np.matrix, their Gradient): its numbers
+            numbers = np.ndarray.view(value, np.ndarray)  # ndarray's own view: never theirs
+            return numbers if numbers.dtype.kind in "biufc" else None
+        number = next((b for b in (float, int, complex, str) if issubclass(kind, b)), None)
+        if number is not None:  # a float subclass of theirs: the number it holds, as isinstance takes it
+            return getattr(number, f"__{number.__name__}__")(value)
         base = next((b for b in (dict, list, tuple, set, frozenset) if issubclass(kind, b)), None)
         if base is dict:  # read as a test reads it: through the class's own __getitem__
             return {key: value[key] for key in value}
