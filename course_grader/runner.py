@@ -38,6 +38,7 @@ _GRADER = importlib.machinery.ModuleSpec("course_grader", None, is_package=True)
 _GRADER.submodule_search_locations = [os.path.dirname(os.path.abspath(__file__))]
 sys.modules.setdefault("course_grader", importlib.util.module_from_spec(_GRADER))
 from course_grader.endpoint import ANSWERED, Endpoint, InPlace  # noqa: E402
+from course_grader.kept_reads import KeptReads  # noqa: E402
 from course_grader.no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # noqa: E402
 from course_grader.notebook import (  # noqa: E402
     MISSING,
@@ -216,47 +217,14 @@ for _name in UNARY:
 TALKING = threading.RLock()
 
 
-# What the judge's objects showed since the judge last ran code of its own ((handle, name) ->
-# value, or the AttributeError's message): its objects change only while it runs, so reading
-# node.parents again costs no request (an honest is_topological that recomputed the ancestors
-# for every node took 0.2 s in Jupyter and over 60 s at one request per read), and the same
-# tuple comes back, as in Jupyter. Forgotten whenever the judge may have run: at each of its
-# requests and around every request of ours but a read.
-READS: dict[tuple[int, str], Any] = {}
-# Once the part forks, other processes may use the channel and the judge may run for them: no
-# reads are kept from then on, in the part's process or its copies (main() registers it).
-FORKED = [False]
-
-
-class _Missing(str):
-    """A cached AttributeError's message."""
+# Attribute reads of the judge's objects, answered again without a request until the judge may
+# have run (main() tells it when the part forks).
+KEPT = KeptReads()
 
 
 def ask(proxy: Trusted, op: str, **fields: Any) -> Any:
     with TALKING:
-        return _ask(object.__getattribute__(proxy, "_Trusted__number"), op, **fields)
-
-
-def _ask(number: int, op: str, **fields: Any) -> Any:
-    if op != "getattr" or FORKED[0]:
-        READS.clear()
-        try:
-            return JUDGE.request(op, target={"$r": number}, **fields)
-        finally:
-            READS.clear()
-    key = (number, str(fields.get("name")))
-    if key not in READS:
-        try:
-            READS[key] = JUDGE.request(op, target={"$r": number}, **fields)
-        except AttributeError as error:
-            READS[key] = _Missing(error)
-    if type(READS[key]) is _Missing:
-        raise AttributeError(str(READS[key]))
-    return READS[key]
-
-
-def _forked() -> None:
-    FORKED[0] = True
+        return KEPT.ask(JUDGE.request, object.__getattribute__(proxy, "_Trusted__number"), op, **fields)
 
 
 def encode(value: Any) -> Any:
@@ -286,7 +254,7 @@ def serve(message: dict) -> Any:
     op = message.get("op")
     decode = JUDGE.codec.decode
     SET_RECURSION_LIMIT(1000)  # the interpreter's own, whatever answer code did to sys
-    READS.clear()  # the judge ran before asking
+    KEPT.forget()  # the judge ran before asking
     if op == "setup":
         return JUDGE.codec.setup_function(str(message.get("name")))
     if op == "setglobal":  # with "save", what it replaces comes back at "restoreglobal"
@@ -459,7 +427,8 @@ def main() -> None:
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve, in_turn=True)
-    os.register_at_fork(after_in_parent=_forked, after_in_child=_forked)  # this part's forks, not the zygote's
+    # This part's forks, not the zygote's.
+    os.register_at_fork(after_in_parent=KEPT.mark_forked, after_in_child=KEPT.mark_forked)
     job = JUDGE.receive()
     JUDGE.codec.classes = {str(name) for name in job.get("classes", [])}  # type: ignore[attr-defined]
     JUDGE.debug = job.get("debug") is True

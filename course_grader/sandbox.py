@@ -63,6 +63,7 @@ RUNNER_MODULES = (
     "protocol.py",
     "plain_data.py",
     "endpoint.py",
+    "kept_reads.py",
     "notebook.py",
     "no_programs.py",
     "zygote.py",
