@@ -36,6 +36,9 @@ ifdef DB_URL
 export DB_URL
 endif
 JOBS          ?= 2
+# make test's workers: three on two cores. A third of the suite's time is spent waiting (browsers,
+# kernels and servers starting, pip, time-outs the grader must reach): a third worker fills it.
+TEST_JOBS     ?= 3
 # pip, quietly: drop the "Location ... is ignored" notes some pip configurations print.
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
@@ -160,10 +163,10 @@ book: setup
 	@echo "==> book: open _build/html/index.html"
 
 test: instructor-only setup-test setup-instructor lint
-	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(JOBS) workers"
-	@time OMP_NUM_THREADS=1 $(PY) -m pytest tests book solutions -n $(JOBS) --dist loadscope \
+	@echo "==> test: engine tests, notebook checks (nbval) and the nbgrader pipeline on $(TEST_JOBS) workers"
+	@time OMP_NUM_THREADS=1 $(PY) -m pytest tests book solutions -n $(TEST_JOBS) --dist loadscope \
 	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	  -o python_files='test_*.py' -q -rfEs
+	  -o python_files='test_*.py' -q -rfEs --durations=15
 
 # The loop to run while editing course_lib: the engine's tests (unit, property, PyTorch/JAX
 # oracles) and the tests that recompute every number the chapters print. No services, no

@@ -28,13 +28,13 @@ def site(tmp_path_factory) -> Path:
 
 # The nbgrader pipeline grades every assignment in one module (a module-scoped fixture per
 # assignment). xdist's loadscope would run that module, the suite's longest, on one worker;
-# each assignment is a unit of its own instead, so the two workers share the pipeline.
+# each assignment is a unit of its own instead, so the workers share the pipeline.
 PIPELINE_MODULES = ("tests/assignments/test_assignments.py",)
 
 
 # Scopes that take minutes, longest first (measured with --durations, summed per scope). xdist
 # hands out scopes with the most tests first, which leaves these few-test scopes to the end, where
-# one worker runs the last of them while the other waits; started first (longest first, as in
+# one worker runs the last of them while the others wait; started first (longest first, as in
 # longest-processing-time scheduling), the short ones fill the gaps at the end.
 LONG_SCOPES = (
     "tests/assignments/test_assignments.py[ps13_capstone]",
