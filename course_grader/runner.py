@@ -133,6 +133,9 @@ class Trusted:
         return iter(ask(self, "iter"))
 
     def __contains__(self, item: Any) -> bool:
+        iterate = _theirs(self, "__iter__")  # as Python falls back on the student's __iter__
+        if iterate is not None:
+            return any(x is item or x == item for x in iterate())
         return ask(self, "contains", item=encode(item))
 
     def __instancecheck__(self, obj: Any) -> bool:
@@ -148,6 +151,9 @@ class Trusted:
         return ask(self, "convert", to="index")
 
     def __bool__(self) -> bool:
+        length = _theirs(self, "__len__")  # as Python falls back on the student's __len__
+        if length is not None:
+            return operator.index(length()) != 0
         return ask(self, "convert", to="bool")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
@@ -203,7 +209,8 @@ def _or_theirs(dunder: str, method: Any) -> Any:
     return operator_method
 
 
-for _dunder in ("__getitem__", "__len__", "__iter__", "__contains__", "__lt__", "__le__", "__gt__", "__ge__"):
+_CONTAINER = ("__getitem__", "__len__", "__iter__", "__contains__", "__bool__")
+for _dunder in (*_CONTAINER, "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
 for _name in BINARY:
     for _dunder in (f"__{_name.rstrip('_')}__", f"__r{_name.rstrip('_')}__"):
