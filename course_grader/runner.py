@@ -133,7 +133,7 @@ class Trusted:
         return iter(ask(self, "iter"))
 
     def __contains__(self, item: Any) -> bool:
-        iterate = _fallback(self, "__contains__", "__iter__")
+        iterate = _theirs(self, "__contains__", "__iter__")
         if iterate is not None:
             return any(x is item or x == item for x in iterate())
         return ask(self, "contains", item=encode(item))
@@ -151,7 +151,7 @@ class Trusted:
         return ask(self, "convert", to="index")
 
     def __bool__(self) -> bool:
-        length = _fallback(self, "__bool__", "__len__")
+        length = _theirs(self, "__bool__", "__len__")
         if length is not None:
             return operator.index(length()) != 0
         return ask(self, "convert", to="bool")
@@ -193,20 +193,12 @@ for _name in UNARY:
     setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
 
 
-def _theirs(proxy: Trusted, dunder: str) -> Any:
-    """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None."""
+def _theirs(proxy: Trusted, dunder: str, instead: str = "") -> Any:
+    """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None;
+    with ``instead``, theirs of that name where the class has no ``dunder`` (Python's fallback)."""
     cls = proxy.__class__
-    found = their_operator(cls, dunder) if cls is not Trusted else None
+    found = their_operator(cls, dunder, instead) if cls is not Trusted else None
     return found.__get__(proxy, cls) if found is not None else None
-
-
-def _fallback(proxy: Trusted, dunder: str, instead: str) -> Any:
-    """The operator ``instead`` the student's cells gave the class, where the class has no
-    ``dunder``: Python's fallback (``in`` iterates with their ``__iter__``, truth is their ``__len__``)."""
-    cls = proxy.__class__
-    if cls is Trusted or any(dunder in vars(k) for k in cls.__mro__[:-1]):
-        return None
-    return _theirs(proxy, instead)
 
 
 def _or_theirs(dunder: str, method: Any) -> Any:
