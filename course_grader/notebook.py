@@ -29,11 +29,15 @@ SETUP_ATTRIBUTES: dict[type, dict[str, Any]] = {}  # each set-up class's own att
 MISSING = object()
 
 
-def their_operator(cls: type, dunder: str) -> Any:
+def their_operator(cls: type, dunder: str, instead: str = "") -> Any:
     """The operator (``__lt__``, ``__add__`` ...) the student's cells gave the notebook's class
     ``cls`` (``Node.__lt__ = ...`` to keep nodes in a heap, or one on a subclass bound to its name),
     which the runner's stand-in for one of the test's objects of that class runs, as in Jupyter;
-    None where it has none of theirs (the judge's object answers)."""
+    None where it has none of theirs (the judge's object answers). With ``instead``, their
+    operator of that name where ``cls`` has no ``dunder`` at all, as Python falls back on it
+    (``in`` iterates with their ``__iter__``, truth is their ``__len__``)."""
+    if instead:
+        return None if any(dunder in vars(k) for k in cls.__mro__[:-1]) else their_operator(cls, instead)
     for klass in cls.__mro__:
         if dunder in vars(klass):
             value = vars(klass)[dunder]

@@ -119,9 +119,10 @@ class Trusted:
         if not isinstance(found, type):
             return Trusted
         # A subclass the student's cells bound to the set-up class's name (``class Node(Node)``
-        # with helpers): in Jupyter the test's objects are made with it.
+        # with helpers), or the class pasted anew with them: in Jupyter the test's objects are made with it.
         current = NAMESPACE.get(qualname) if module == "__main__" else None
-        return current if isinstance(current, type) and issubclass(current, found) else found
+        anew = isinstance(current, type) and (current.__module__, current.__qualname__) == (module, qualname)
+        return current if isinstance(current, type) and (anew or issubclass(current, found)) else found
 
     def __getitem__(self, key: Any) -> Any:
         return ask(self, "getitem", key=encode(key))
@@ -133,6 +134,9 @@ class Trusted:
         return iter(ask(self, "iter"))
 
     def __contains__(self, item: Any) -> bool:
+        iterate = _theirs(self, "__contains__", "__iter__")
+        if iterate is not None:
+            return any(x is item or x == item for x in iterate())
         return ask(self, "contains", item=encode(item))
 
     def __instancecheck__(self, obj: Any) -> bool:
@@ -148,6 +152,9 @@ class Trusted:
         return ask(self, "convert", to="index")
 
     def __bool__(self) -> bool:
+        length = _theirs(self, "__bool__", "__len__")
+        if length is not None:
+            return operator.index(length()) != 0
         return ask(self, "convert", to="bool")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
@@ -187,10 +194,11 @@ for _name in UNARY:
     setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
 
 
-def _theirs(proxy: Trusted, dunder: str) -> Any:
-    """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None."""
+def _theirs(proxy: Trusted, dunder: str, instead: str = "") -> Any:
+    """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None;
+    with ``instead``, theirs of that name where the class has no ``dunder`` (Python's fallback)."""
     cls = proxy.__class__
-    found = their_operator(cls, dunder) if cls is not Trusted else None
+    found = their_operator(cls, dunder, instead) if cls is not Trusted else None
     return found.__get__(proxy, cls) if found is not None else None
 
 
@@ -203,7 +211,8 @@ def _or_theirs(dunder: str, method: Any) -> Any:
     return operator_method
 
 
-for _dunder in ("__getitem__", "__len__", "__iter__", "__contains__", "__lt__", "__le__", "__gt__", "__ge__"):
+_CONTAINER = ("__getitem__", "__len__", "__iter__", "__contains__", "__bool__")
+for _dunder in (*_CONTAINER, "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
 for _name in BINARY:
     for _dunder in (f"__{_name.rstrip('_')}__", f"__r{_name.rstrip('_')}__"):
