@@ -187,13 +187,6 @@ def _binary(name: str, reflected: bool):
     return method
 
 
-for _name in BINARY:
-    setattr(Trusted, f"__{_name.rstrip('_')}__", _binary(_name, False))
-    setattr(Trusted, f"__r{_name.rstrip('_')}__", _binary(_name, True))
-for _name in UNARY:
-    setattr(Trusted, f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n))
-
-
 def _theirs(proxy: Trusted, dunder: str, instead: str = "") -> Any:
     """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None;
     with ``instead``, theirs of that name where the class has no ``dunder`` (Python's fallback)."""
@@ -215,10 +208,10 @@ _CONTAINER = ("__getitem__", "__len__", "__iter__", "__contains__", "__bool__")
 for _dunder in (*_CONTAINER, "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
 for _name in BINARY:
-    for _dunder in (f"__{_name.rstrip('_')}__", f"__r{_name.rstrip('_')}__"):
-        setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
+    for _dunder, _reflected in ((f"__{_name.rstrip('_')}__", False), (f"__r{_name.rstrip('_')}__", True)):
+        setattr(Trusted, _dunder, _or_theirs(_dunder, _binary(_name, _reflected)))
 for _name in UNARY:
-    setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", vars(Trusted)[f"__{_name}__"]))
+    setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n)))
 
 
 # One request at a time: threads of the student's (a pool mapping f_grad over points) take turns,
