@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from course_grader.protocol import MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
+from course_grader.protocol import ABILITIES, MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
 
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
 
@@ -25,7 +25,7 @@ class Codec:
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
     def __init__(
-        self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str, str], Any], keep_proxies: bool = False
+        self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str, str, str], Any], keep_proxies: bool = False
     ):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
@@ -64,10 +64,10 @@ class Codec:
             if obj is not None:
                 self.numbers.pop(id(obj), None)
 
-    def proxy(self, number: int, kind: str = "", like: str = "") -> Any:
+    def proxy(self, number: int, kind: str = "", like: str = "", able: str = "") -> Any:
         proxy = self.proxies.get(number)
         if proxy is None:
-            proxy = self.make_proxy(number, kind, like)
+            proxy = self.make_proxy(number, kind, like, able)
             self.proxies[number] = proxy
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
@@ -217,10 +217,13 @@ class Codec:
                 raise ProtocolError("a handle this side never gave out")
             return self.objects[body]
         if tag == self.other_tag:
-            number, cls, like = (body, "", "") if type(body) is int else (checked_list(body) + ["", ""])[:3]
+            fields: list[Any] = [body] if type(body) is int else checked_list(body)
+            number, cls, like, able = (fields + ["", "", ""])[:4]
             if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (cls, like)):
                 raise ProtocolError("a malformed handle")
-            return self.proxy(number, cls, like)
+            if type(able) is not str or not set(able) <= set(ABILITIES):
+                raise ProtocolError("a handle's abilities are letters of ABILITIES")
+            return self.proxy(number, cls, like, able)
         raise ProtocolError(f"unknown tag {tag!r}")
 
 
