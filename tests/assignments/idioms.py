@@ -25,13 +25,18 @@ from nbgrader_helpers import ROOT, answer_cells, fill_in, nbgrader_meta
 
 from course_grader.handin import grade_hand_in
 from course_grader.limits import Limits
+from course_grader.parts import parts
 from course_grader.rules import read_rules
 from course_grader.sandbox import Sandbox
+
+TIMEOUT = 60  # seconds a cell or a test may run, both ways (make autograde's default)
 
 # What each idiom puts before an answer cell's own code; every helper's name starts with
 # "_idiom" so that it stays out of the student's names.
 PRELUDES = {
     "other_containers": '''
+from collections import namedtuple as _idiom_namedtuple
+
 import numpy as _idiom_np
 
 
@@ -58,7 +63,8 @@ def _idiom_other_kind(value):
     if type(value) is dict:
         return _IdiomDict({k: _idiom_other_kind(v) for k, v in value.items()})
     if type(value) is tuple:
-        return tuple(_idiom_other_kind(v) for v in value)
+        fields = [f"item{k}" for k in range(len(value))]
+        return _idiom_namedtuple("_IdiomTuple", fields)(*(_idiom_other_kind(v) for v in value))
     if type(value) is float:
         return _IdiomFloat(value)
     if type(value) is _idiom_np.ndarray:
@@ -138,12 +144,14 @@ def _idiom_look_at(value, depth=0):
     str(value)
     type(value).__name__
     isinstance(value, (list, tuple, dict, _idiom_np.ndarray))
-    if type(value).__hash__ is not None and not isinstance(value, (list, dict, set)):
+    try:
         hash(value)
+    except TypeError:  # unhashable, as a list is
+        pass
     if isinstance(value, _idiom_np.ndarray):
         value.shape, value.dtype
         return
-    if hasattr(type(value), "__len__"):
+    if hasattr(type(value), "__len__") and getattr(value, "ndim", 1) != 0:  # a 0-d array or Tensor has no length
         len(value)
     if callable(value):
         getattr(value, "__name__", None)
@@ -164,6 +172,25 @@ def _idiom_looked_at(fn):
 
     looked_at.__name__, looked_at.__doc__ = fn.__name__, fn.__doc__
     return looked_at
+''',
+    "copied_inputs": '''
+import copy as _idiom_copy
+
+
+def _idiom_copies(fn):
+    """Hands fn copies of its list, dict and array inputs, as a careful student might."""
+
+    def copies(*args, **kwargs):
+        def copied(value):
+            return _idiom_copy.copy(value) if isinstance(value, (list, dict, _idiom_np.ndarray)) else value
+
+        return fn(*map(copied, args), **{k: copied(v) for k, v in kwargs.items()})
+
+    copies.__name__, copies.__doc__ = fn.__name__, fn.__doc__
+    return copies
+
+
+import numpy as _idiom_np
 ''',
     "kept_history": '''
 _idiom_history = []
@@ -188,6 +215,33 @@ DECORATORS = {
     "threaded": "_idiom_threaded",
     "looked_at": "_idiom_looked_at",
     "kept_history": "_idiom_kept",
+    "copied_inputs": "_idiom_copies",
+}
+
+# What the first answer cell does to each class the set-up cells define (``{cls}``), before any
+# answer: a student's helpers, a repr of their own, an order to keep objects in a heap, and (with
+# ``subclassed_setup``) the class rebound to a subclass of it, as a student adding methods might.
+CLASS_PRELUDES = {
+    "setup_class_extras": '''
+{cls}.__repr__ = lambda self: f"<{{type(self).__name__}} of the student's>"
+{cls}.idiom_visited = False
+{cls}.__lt__ = lambda self, other: id(self) < id(other)
+
+
+def _idiom_describe(self):
+    """A helper method of the student's."""
+    return type(self).__name__
+
+
+{cls}.describe = _idiom_describe
+''',
+    "subclassed_setup": '''
+class {cls}({cls}):
+    """The given class, with a helper of the student's."""
+
+    def idiom_helper(self):
+        return type(self).__name__
+''',
 }
 
 
@@ -248,26 +302,93 @@ def _as_static_methods(tree: ast.Module) -> None:
     tree.body[first:first] = [helper, *binds]
 
 
+def _as_lambdas(tree: ast.Module) -> None:
+    """``def f`` becomes ``def _idiom_f`` and ``f = lambda *args, **kwargs: _idiom_f(*args, **kwargs)``."""
+    for fn in _top_functions(tree):
+        name, fn.name = fn.name, f"_idiom_{fn.name}"
+        call = ast.Call(
+            ast.Name(fn.name, ast.Load()),
+            [ast.Starred(ast.Name("args", ast.Load()), ast.Load())],
+            [ast.keyword(None, ast.Name("kwargs", ast.Load()))],
+        )
+        arguments = ast.arguments([], [], ast.arg("args"), [], [], ast.arg("kwargs"), [])
+        at = tree.body.index(fn) + 1
+        tree.body.insert(at, ast.Assign([ast.Name(name, ast.Store())], ast.Lambda(arguments, call)))
+
+
+def _made_by_factories(tree: ast.Module) -> None:
+    """Each top-level function is made by a factory function and bound to its name."""
+    for fn in _top_functions(tree):
+        factory = ast.FunctionDef(
+            f"_idiom_make_{fn.name}",
+            ast.arguments([], [], None, [], [], None, []),
+            [fn, ast.Return(ast.Name(fn.name, ast.Load()))],
+            [],
+        )
+        made = ast.Assign([ast.Name(fn.name, ast.Store())], ast.Call(ast.Name(factory.name, ast.Load()), [], []))
+        at = tree.body.index(fn)
+        tree.body[at : at + 1] = [factory, made]
+
+
+class _Floats(ast.NodeTransformer):
+    """Float literals become NumPy scalars (``np.float64(0.5)``), as from arithmetic on arrays."""
+
+    def visit_Constant(self, node):
+        if type(node.value) is not float:
+            return node
+        return ast.Call(ast.Attribute(ast.Name("_idiom_np", ast.Load()), "float64"), [node], [])
+
+    def visit_arguments(self, node):  # defaults stay as written
+        return node
+
+
+def _numpy_literals(tree: ast.Module) -> None:
+    tree.body[:0] = ast.parse("import numpy as _idiom_np").body
+    _Floats().visit(tree)
+
+
 REWRITES: dict[str, Callable[[ast.Module], None]] = {
     "other_containers": _other_containers,
     "comprehensions_as_generators": _comprehensions_as_generators,
     "static_methods": _as_static_methods,
+    "lambdas": _as_lambdas,
+    "made_by_factories": _made_by_factories,
+    "numpy_literals": _numpy_literals,
 }
 
-IDIOMS = sorted({*PRELUDES, *REWRITES})
+STRUCTURAL = ("lambdas", "made_by_factories", "static_methods")  # how the functions are bound
+IDIOMS = sorted({*PRELUDES, *REWRITES, *CLASS_PRELUDES})
 
 
-def rewrite(source: str, idioms: list[str]) -> str:
-    """An answer cell's source rewritten in ``idioms`` (in that order; decorators outermost last)."""
+def setup_classes(source: nbformat.NotebookNode) -> list[str]:
+    """The classes the set-up cells (neither answers nor tests) define."""
+    names = []
+    for cell in source.cells:
+        if (
+            cell.cell_type == "code"
+            and not nbgrader_meta(cell).get("grade")
+            and not nbgrader_meta(cell).get("solution")
+        ):
+            names += [n.name for n in ast.parse(cell.source).body if isinstance(n, ast.ClassDef)]
+    return names
+
+
+def rewrite(source: str, idioms: list[str], classes: list[str] = ()) -> str:
+    """An answer cell's source rewritten in ``idioms`` (decorators in that order, the last outermost);
+    ``classes``: the set-up classes this cell changes first (the first answer cell's)."""
     tree = ast.parse(source)
-    for idiom in idioms:
-        if idiom in REWRITES:
+    for idiom in idioms:  # what the functions do, then how they are wrapped, then how they are bound
+        if idiom in REWRITES and idiom not in STRUCTURAL:
             REWRITES[idiom](tree)
-        if idiom in DECORATORS:
-            for fn in _top_functions(tree):
-                fn.decorator_list.insert(0, ast.Name(DECORATORS[idiom], ast.Load()))
+    for idiom in idioms:
+        for fn in _top_functions(tree) if idiom in DECORATORS else ():
+            fn.decorator_list.insert(0, ast.Name(DECORATORS[idiom], ast.Load()))
+    for idiom in idioms:
+        if idiom in STRUCTURAL:
+            REWRITES[idiom](tree)
     ast.fix_missing_locations(tree)
     preludes = [PRELUDES[i].strip() for i in idioms if i in PRELUDES]
+    preludes += [CLASS_PRELUDES[i].format(cls=c).strip() for i in idioms if i in CLASS_PRELUDES for c in classes]
     return "\n\n\n".join([*preludes, ast.unparse(tree)])
 
 
@@ -283,20 +404,27 @@ def rewritten_answers(assignment: str, answers: dict[str, str], idioms: list[str
     """Every answer cell (``answers`` where given, else the solution's) rewritten in ``idioms``."""
     source, _ = notebooks(assignment)
     solved = {grade_id: cell.source for grade_id, cell in answer_cells(source).items()}
-    return {grade_id: rewrite(answers.get(grade_id, text), idioms) for grade_id, text in solved.items()}
+    first, classes = next(iter(solved)), setup_classes(source)
+    return {
+        grade_id: rewrite(answers.get(grade_id, text), idioms, classes if grade_id == first else [])
+        for grade_id, text in solved.items()
+    }
 
 
-def jupyter_points(assignment: str, answers: dict[str, str], timeout: float = 120) -> dict[str, float]:
-    """{test's grade id: points} when the source notebook, ``answers`` in place, runs top to bottom
-    in a plain kernel (each cell's error shown and the run going on, as nbgrader's autograde did
-    before the sandbox)."""
-    source, _ = notebooks(assignment)
-    nb = fill_in(source, source, answers)
+def _run(assignment: str, nb: nbformat.NotebookNode, timeout: float) -> dict[str, float]:
+    """{test's grade id: points} of ``nb`` run top to bottom in a plain kernel in a copy of the
+    assignment's folder (each cell's error shown and the run going on, as nbgrader's autograde
+    did before the sandbox; a cell still running after ``timeout`` seconds interrupted)."""
     with tempfile.TemporaryDirectory(prefix="jupyter-run-") as work:
         folder = Path(work) / assignment
         shutil.copytree(ROOT / "solutions" / assignment, folder)
         client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(folder)}}
+            nb,
+            timeout=timeout,
+            interrupt_on_timeout=True,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(folder)}},
         )
         client.execute()
     points = {}
@@ -308,28 +436,62 @@ def jupyter_points(assignment: str, answers: dict[str, str], timeout: float = 12
     return points
 
 
-def graded_points(assignment: str, answers: dict[str, str], timeout: float = 60) -> dict[str, tuple[float, str]]:
+def _with_references(nb: nbformat.NotebookNode, test: str, names: list[str], solved: dict[str, str]):
+    """``nb`` up to the test ``test``, with the solution's answer cells ``names`` run just before it."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    at = next(k for k, cell in enumerate(nb.cells) if nbgrader_meta(cell).get("grade_id") == test)
+    references = nbformat.v4.new_code_cell("\n\n".join(solved[name] for name in names))
+    nb.cells = [*nb.cells[:at], references, nb.cells[at]]
+    return nb
+
+
+def jupyter_points(assignment: str, answers: dict[str, str], timeout: float = TIMEOUT) -> dict[str, float]:
+    """{test's grade id: points} when the source notebook, ``answers`` in place, runs top to bottom
+    in a plain kernel, one slip costing once as the grader has it: a test whose hidden lines name
+    references (``# grader: reference <answers>``), once one of those answers failed its own test,
+    runs again with the solution's answers from that one on, just before it (as the grader runs
+    them, in a process of the part's own)."""
+    source, _ = notebooks(assignment)
+    nb = fill_in(source, source, answers)
+    first = _run(assignment, nb, timeout)
+    solved = {grade_id: cell.source for grade_id, cell in answer_cells(source).items()}
+    points: dict[str, float] = {}
+    failed: set[str] = set()
+    for part in parts(source, nb):
+        names = [cell["name"] for cell in part.references]
+        needed = next((k for k, name in enumerate(names) if name in failed), None)
+        if needed is None:
+            points[part.grade_id] = first[part.grade_id]
+        else:
+            again = _with_references(nb, part.grade_id, names[needed:], solved)
+            points[part.grade_id] = _run(assignment, again, timeout)[part.grade_id]
+        if points[part.grade_id] == 0:
+            failed.update(part.answers)
+    return points
+
+
+def graded_points(assignment: str, answers: dict[str, str], timeout: float = TIMEOUT) -> dict[str, tuple[float, str]]:
     """{test's grade id: (points, message)} when the hand-in with ``answers`` is graded in the sandbox."""
     source, release = notebooks(assignment)
     sandbox = Sandbox(Limits(wall_seconds=120, cpu_seconds=120), rules=read_rules(ROOT / "solutions" / assignment))
     results = grade_hand_in(
-        source, fill_in(release, source, answers), ROOT / "exercises" / assignment, sandbox, timeout, f"{assignment}.ipynb"
+        source,
+        fill_in(release, source, answers),
+        ROOT / "exercises" / assignment,
+        sandbox,
+        timeout,
+        f"{assignment}.ipynb",
     )
     return {r.grade_id: (r.points, " ".join([r.message, *r.notes])) for r in results}
 
 
-def differences(assignment: str, answers: dict[str, str]) -> dict[str, str]:
-    """{test's grade id: what differs} between grading ``answers`` and running them in Jupyter."""
-    jupyter = jupyter_points(assignment, answers)
-    graded = graded_points(assignment, answers)
-    out = {}
-    for grade_id in sorted({*jupyter, *graded}):
-        expected, (got, message) = jupyter.get(grade_id), graded.get(grade_id, (None, "not graded"))
-        if expected != got:
-            out[grade_id] = f"Jupyter {expected}, graded {got}: {message[:400]}"
-    return out
-
-
-def describe(answers: dict[str, str]) -> str:
-    """The rewritten answers, for a failing test's message."""
-    return json.dumps(answers, indent=1)[:20000]
+def differences(assignment: str, answers: dict[str, str]) -> tuple[dict[str, float], dict[str, str]]:
+    """Jupyter's points for ``answers``, and {test's grade id: what differs} where grading them gives
+    other points."""
+    jupyter, graded = jupyter_points(assignment, answers), graded_points(assignment, answers)
+    differ = {}
+    for part in sorted({*jupyter, *graded}):
+        points, message = graded.get(part, (None, "not graded"))
+        if jupyter.get(part) != points:
+            differ[part] = f"Jupyter {jupyter.get(part)}, graded {points}: {message[:300]}"
+    return jupyter, differ
