@@ -61,8 +61,12 @@ ABILITIES = {
 
 
 def abilities(cls: type) -> str:
-    """The letters of :data:`ABILITIES` whose methods ``cls`` has."""
-    return "".join(letter for letter, dunder in ABILITIES.items() if getattr(cls, dunder, None) is not None)
+    """The letters of :data:`ABILITIES` whose methods ``cls`` gives its instances (from its own
+    and its bases' namespaces: ``getattr(cls, "__call__")`` is the class's own, from ``type``)."""
+    found = {dunder: None for dunder in ABILITIES.values()}
+    for klass in reversed(cls.__mro__):
+        found.update((dunder, vars(klass)[dunder]) for dunder in found if dunder in vars(klass))
+    return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
 
 
 # Events of the runner while it runs the cells (before it serves requests).
