@@ -28,6 +28,7 @@ from course_grader.limits import Limits
 from course_grader.parts import parts
 from course_grader.rules import read_rules
 from course_grader.sandbox import Sandbox
+from course_grader.their_methods import OPERATORS
 
 TIMEOUT = 60  # seconds a cell or a test may run, both ways (make autograde's default)
 
@@ -436,11 +437,33 @@ def _run(assignment: str, nb: nbformat.NotebookNode, timeout: float) -> dict[str
     return points
 
 
+# The references' cell: the solution's answers, then what the grader lends a class they make
+# anew in place of the student's (course_grader.their_methods): the student's methods it lacks.
+REFERENCES = """
+_idiom_theirs = {{name: value for name, value in globals().items() if isinstance(value, type)}}
+{references}
+for _idiom_name, _idiom_class in _idiom_theirs.items():
+    _idiom_made = globals().get(_idiom_name)
+    if not isinstance(_idiom_made, type) or _idiom_made in _idiom_theirs.values():
+        continue
+    for _idiom_klass in reversed(_idiom_class.__mro__[:-1]):
+        for _idiom_attr, _idiom_method in vars(_idiom_klass).items():
+            if (
+                _idiom_attr.isidentifier()
+                and (not _idiom_attr.startswith("__") or _idiom_attr in {operators!r})
+                and isinstance(_idiom_method, (type(len), type(lambda: 0), classmethod, staticmethod))
+                and not hasattr(_idiom_made, _idiom_attr)
+            ):
+                setattr(_idiom_made, _idiom_attr, _idiom_method)
+"""
+
+
 def _with_references(nb: nbformat.NotebookNode, test: str, names: list[str], solved: dict[str, str]):
     """``nb`` up to the test ``test``, with the solution's answer cells ``names`` run just before it."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     at = next(k for k, cell in enumerate(nb.cells) if nbgrader_meta(cell).get("grade_id") == test)
-    references = nbformat.v4.new_code_cell("\n\n".join(solved[name] for name in names))
+    made = "\n\n".join(solved[name] for name in names)
+    references = nbformat.v4.new_code_cell(REFERENCES.format(references=made, operators=set(sorted(OPERATORS))))
     nb.cells = [*nb.cells[:at], references, nb.cells[at]]
     return nb
 
