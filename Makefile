@@ -188,7 +188,7 @@ fuzz: instructor-only setup $(ORACLE_STAMP)
 
 # The grader's differential fuzzer of honest idioms (tests/assignments/test_idioms.py): the
 # solution, the honest hand-in and every typical mistake of every assignment, rewritten in a
-# random handful of idioms each round, graded in the sandbox and run in Jupyter (about 15
+# random handful of idioms each round, graded in the sandbox and run in Jupyter (about 6
 # minutes a round on 2 cores). make test runs its quick cases.
 IDIOM_ROUNDS ?= 1
 IDIOM_SEED   ?= $(shell date +%s)

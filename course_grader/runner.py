@@ -208,9 +208,10 @@ PROTOCOL = {
     "__len__": _or_theirs("__len__", lambda self: ask(self, "len")),
     "__iter__": _or_theirs("__iter__", lambda self: iter(ask(self, "iter"))),
     "__contains__": _or_theirs("__contains__", _contains),
-    **{f"__{to}__": _converts(to) for to in ("float", "int", "index", "complex")},
+    **{f"__{to}__": _or_theirs(f"__{to}__", _converts(to)) for to in ("float", "int", "index", "complex")},
 }
-Trusted.__bool__ = _or_theirs("__bool__", vars(Trusted)["__bool__"])  # type: ignore[method-assign]
+for _dunder in ("__bool__", "__repr__", "__str__"):
+    setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
 for _name in COMPARISONS:
     setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", _binary(_name, False)))
 for _name in BINARY:

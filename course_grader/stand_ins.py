@@ -385,11 +385,16 @@ class ReadOnly(Exception):
 
 def serve(message: dict) -> Any:
     """A request of the student's process on one of the judge's objects."""
+    codec = CHANNEL.codec
+    if not SERVING[0]:  # while the student's code waits on the judge, its arrays read are kept
+        codec.kept, codec.kept_bytes = {}, 0
     SERVING[0] += 1
     try:
         return _serve(message)
     finally:
         SERVING[0] -= 1
+        if not SERVING[0]:
+            codec.kept = None
 
 
 def _serve(message: dict) -> Any:

@@ -92,8 +92,11 @@ def _idiom_counted(fn):
 import sys as _idiom_sys
 import warnings as _idiom_warnings
 
+from IPython.display import display as _idiom_display
+
 print("working on this cell")
 print("a note on stderr", file=_idiom_sys.stderr)
+_idiom_display({"cell": "a first draft"})
 _idiom_warnings.warn("this cell's answer is a first draft", stacklevel=1)
 _idiom_said = set()
 
@@ -136,6 +139,8 @@ def _idiom_threaded(fn):
     return threaded
 ''',
     "looked_at": '''
+import weakref as _idiom_weakref
+
 import numpy as _idiom_np
 
 
@@ -156,6 +161,21 @@ def _idiom_look_at(value, depth=0):
         len(value)
     if callable(value):
         getattr(value, "__name__", None)
+    try:
+        _idiom_weakref.ref(value)
+    except TypeError:  # a list or a float cannot be referred to weakly
+        pass
+    try:  # a mark of the student's on the object, read back at once
+        value.idiom_seen = True
+    except (AttributeError, TypeError):  # an array, a list, a class with slots
+        pass
+    else:
+        if value.idiom_seen is not True:
+            raise AssertionError("an attribute set on an object did not stay")
+    for name in ("describe", "idiom_helper"):  # the helpers setup_class_extras and subclassed_setup add
+        helper = getattr(value, name, None)
+        if getattr(helper, "__name__", "") in ("_idiom_describe", "idiom_helper"):
+            helper()
     if depth < 2 and isinstance(value, (list, tuple)):
         for item in value[:3]:
             _idiom_look_at(item, depth + 1)
@@ -237,10 +257,20 @@ def _idiom_describe(self):
 {cls}.describe = _idiom_describe
 ''',
     "subclassed_setup": '''
+import functools as _idiom_functools
+
+
 class {cls}({cls}):
-    """The given class, with a helper of the student's."""
+    """The given class, with helpers of the student's."""
+
+    __slots__ = ("idiom_mark",)
 
     def idiom_helper(self):
+        has_dict = any("__dict__" in vars(k) for k in self.__class__.__mro__)  # not where the given class has slots
+        return type(self).__name__, getattr(self, "idiom_mark", None), self.idiom_cached if has_dict else None
+
+    @_idiom_functools.cached_property
+    def idiom_cached(self):
         return type(self).__name__
 ''',
 }
@@ -348,6 +378,14 @@ def _numpy_literals(tree: ast.Module) -> None:
     _Floats().visit(tree)
 
 
+def _annotated(tree: ast.Module) -> None:
+    """Type hints on every argument and result, postponed (``from __future__ import annotations``)."""
+    for fn in _top_functions(tree):
+        for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+            arg.annotation = ast.parse("np.ndarray | float | list", mode="eval").body
+        fn.returns = ast.Name("Any", ast.Load())
+
+
 REWRITES: dict[str, Callable[[ast.Module], None]] = {
     "other_containers": _other_containers,
     "comprehensions_as_generators": _comprehensions_as_generators,
@@ -355,6 +393,7 @@ REWRITES: dict[str, Callable[[ast.Module], None]] = {
     "lambdas": _as_lambdas,
     "made_by_factories": _made_by_factories,
     "numpy_literals": _numpy_literals,
+    "annotated": _annotated,
 }
 
 STRUCTURAL = ("lambdas", "made_by_factories", "static_methods")  # how the functions are bound
@@ -390,7 +429,8 @@ def rewrite(source: str, idioms: list[str], classes: list[str] = ()) -> str:
     ast.fix_missing_locations(tree)
     preludes = [PRELUDES[i].strip() for i in idioms if i in PRELUDES]
     preludes += [CLASS_PRELUDES[i].format(cls=c).strip() for i in idioms if i in CLASS_PRELUDES for c in classes]
-    return "\n\n\n".join([*preludes, ast.unparse(tree)])
+    future = ["from __future__ import annotations"] if "annotated" in idioms else []  # a cell's first line
+    return "\n\n\n".join([*future, *preludes, ast.unparse(tree)])
 
 
 def notebooks(assignment: str) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
