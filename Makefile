@@ -43,7 +43,7 @@ TEST_JOBS     ?= 3
 PIP           = $(PY) -m pip install -q
 QUIET_PIP     = 2>&1 | { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test test-engine fuzz execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
+.PHONY: book test test-engine fuzz fuzz-idioms execute setup setup-test setup-browser setup-instructor venv-support graphviz sandbox chromium postgresql \
         nodejs mathjax release roster autograde report similarity lint \
         configure lock dist publish instructor-only clean help
 
@@ -52,6 +52,7 @@ help:
 	@echo "make test-engine - the inner loop: engine and book-number tests (no services; under 2 minutes)"
 	@echo "make test   - set up (first run, with PyTorch/JAX oracles) and run the whole suite"
 	@echo "make fuzz [FUZZ_EXAMPLES=2000] - the compiled path's differential fuzzer, many programs (not in the quick loop)"
+	@echo "make fuzz-idioms [IDIOM_ROUNDS=1 IDIOM_SEED=...] - every hand-in of tests/mistakes in random idioms, graded vs Jupyter"
 	@echo "make setup-browser - Chromium, Selenium and axe-core for the browser tests (CI installs them)"
 	@echo "make setup-instructor - PostgreSQL, psycopg, JupyterHub and its proxy (deploy/; make test needs them)"
 	@echo "make release, make roster, make autograde [DB_URL=...] - instructor commands (see README)"
@@ -184,6 +185,17 @@ FUZZ_EXAMPLES ?= 2000
 fuzz: instructor-only setup $(ORACLE_STAMP)
 	@echo "==> fuzz: $(FUZZ_EXAMPLES) random programs per property against the eager engine"
 	@time FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) OMP_NUM_THREADS=1 $(PY) -m pytest tests/engine/test_compiled_fuzz.py tests/engine/test_loop_fuzz.py -n $(JOBS) -q -rfEs
+
+# The grader's differential fuzzer of honest idioms (tests/assignments/test_idioms.py): the
+# solution, the honest hand-in and every typical mistake of every assignment, rewritten in a
+# random handful of idioms each round, graded in the sandbox and run in Jupyter (about 6
+# minutes a round on 2 cores). make test runs its quick cases.
+IDIOM_ROUNDS ?= 1
+IDIOM_SEED   ?= $(shell date +%s)
+fuzz-idioms: instructor-only setup-test
+	@echo "==> fuzz-idioms: $(IDIOM_ROUNDS) round(s), IDIOM_SEED=$(IDIOM_SEED) (to repeat a run)"
+	@time IDIOM_ROUNDS=$(IDIOM_ROUNDS) IDIOM_SEED=$(IDIOM_SEED) OMP_NUM_THREADS=1 $(PY) -m pytest tests/assignments/test_idioms.py \
+	  -k random_idioms -n $(JOBS) -q -rfEs
 
 # ruff (lint and format) and mypy, configured in pyproject.toml, then the GitHub Actions
 # workflows: this repository's CI and the book workflow `make publish` gives the public tree

@@ -47,6 +47,22 @@ def their_operator(cls: type, dunder: str, instead: str = "") -> Any:
     return None
 
 
+def notebook_class(like: str) -> type | None:
+    """The class (``module.qualname``) a judge's object is an instance of, as the student's side
+    knows it: the set-up cells' (or a subclass the student's cells bound to its name: ``class
+    Node(Node)`` with helpers, or the class pasted anew; in Jupyter the test's objects are made
+    with it) or course_lib's. None for any other."""
+    module, _, qualname = like.rpartition(".")
+    found = SETUP_CLASSES.get(qualname) if module == "__main__" else None
+    if module.split(".")[0] == "course_lib" and module in sys.modules:
+        found = getattr(sys.modules[module], qualname, None)
+    if not isinstance(found, type):
+        return None
+    current = NAMESPACE.get(qualname) if module == "__main__" else None
+    anew = isinstance(current, type) and (current.__module__, current.__qualname__) == (module, qualname)
+    return current if isinstance(current, type) and (anew or issubclass(current, found)) else found
+
+
 def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
     """What a set-up cell just bound, kept in ``scope`` as it is now: each of its functions
     rebuilt from the code it was compiled to, over ``scope`` instead of the notebook's

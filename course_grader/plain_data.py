@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from course_grader.protocol import MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
+from course_grader.protocol import ABILITIES, MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
+
+MAX_KEPT_BYTES = 64 * 1024**2  # of the arrays a side keeps while it serves a call (Codec.kept)
 
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
 
@@ -25,7 +27,7 @@ class Codec:
     ``theirs`` turns a handle of the other side into a local stand-in (a proxy)."""
 
     def __init__(
-        self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str, str], Any], keep_proxies: bool = False
+        self, own_tag: str, other_tag: str, make_proxy: Callable[[int, str, str, str], Any], keep_proxies: bool = False
     ):
         self.own_tag, self.other_tag = own_tag, other_tag
         self.objects: dict[int, Any] = {}
@@ -44,6 +46,10 @@ class Codec:
         # (the judge's originals) or decoded (the runner's copies, with their contents then):
         # what the student's code changes in them is written back (:class:`course_grader.endpoint.InPlace`).
         self.arrays: list | None = None
+        # While not None, the arrays of the other side read so far, by the id it sent: one read
+        # again unchanged is the same array here too (:meth:`kept_array`).
+        self.kept: dict[int, np.ndarray] | None = None
+        self.kept_bytes = 0
 
     def setup_function(self, name: str) -> Any:
         raise ProtocolError("no set-up functions on this side")
@@ -64,10 +70,10 @@ class Codec:
             if obj is not None:
                 self.numbers.pop(id(obj), None)
 
-    def proxy(self, number: int, kind: str = "", like: str = "") -> Any:
+    def proxy(self, number: int, kind: str = "", like: str = "", able: str = "") -> Any:
         proxy = self.proxies.get(number)
         if proxy is None:
-            proxy = self.make_proxy(number, kind, like)
+            proxy = self.make_proxy(number, kind, like, able)
             self.proxies[number] = proxy
             self.proxy_numbers[id(proxy)] = number
             if number in self.unused:
@@ -117,7 +123,13 @@ class Codec:
             code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
             data: np.ndarray = np.array(value, dtype=ARRAY_DTYPES[code], order="C")
             return {
-                "$nd": [code, list(data.shape), base64.b64encode(data.tobytes()).decode(), bool(value.flags.writeable)]
+                "$nd": [
+                    code,
+                    list(data.shape),
+                    base64.b64encode(data.tobytes()).decode(),
+                    bool(value.flags.writeable),
+                    id(value),  # which array it is (see ``kept``)
+                ]
             }
         if self.own_tag == "$h" and (plain := self.plain_container(value)) is not None:
             if isinstance(value, dict) and (default := _default_of(value)) is not None:
@@ -125,6 +137,27 @@ class Codec:
                 return {"$dd": [self.encode(default[0], depth + 1), self.encode(plain, depth + 1)]}
             return self.encode(plain, depth)
         return self.by_handle(value)
+
+    def kept_array(self, array: np.ndarray, ident: list) -> np.ndarray:
+        """``array`` as read before, where the other side's array is the same (its id) and unchanged:
+        code that keeps ids of arrays between two reads of an object of the other side's (course_lib's
+        ``show`` naming a program's constants) finds them again, as in one process."""
+        if self.kept is None or len(ident) != 1 or type(ident[0]) is not int:
+            return array
+        was = self.kept.get(ident[0])
+        if was is not None and (was.dtype, was.shape, was.flags.writeable) == (
+            array.dtype,
+            array.shape,
+            array.flags.writeable,
+        ):
+            if was.tobytes() == array.tobytes():
+                return was
+        self.kept_bytes += array.nbytes
+        if self.kept_bytes > MAX_KEPT_BYTES:  # held for a while only: a bound on the memory held
+            self.kept.clear()
+            self.kept_bytes = array.nbytes
+        self.kept[ident[0]] = array
+        return array
 
     def plain_container(self, value: Any) -> Any:
         """A student's container of a type of its own (a named tuple, an OrderedDict, a dict or
@@ -193,7 +226,7 @@ class Codec:
         if tag == "$big":
             return int(checked_str(body)[:5000])
         if tag == "$nd":
-            array = _array(body)
+            array = self.kept_array(_array(body), checked_list(body)[4:])
             if self.arrays is not None and array.flags.writeable:
                 self.arrays.append((array, array.copy()))
             return array
@@ -217,10 +250,13 @@ class Codec:
                 raise ProtocolError("a handle this side never gave out")
             return self.objects[body]
         if tag == self.other_tag:
-            number, cls, like = (body, "", "") if type(body) is int else (checked_list(body) + ["", ""])[:3]
+            fields: list[Any] = [body] if type(body) is int else checked_list(body)
+            number, cls, like, able = (fields + ["", "", ""])[:4]
             if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (cls, like)):
                 raise ProtocolError("a malformed handle")
-            return self.proxy(number, cls, like)
+            if type(able) is not str or not set(able) <= set(ABILITIES):
+                raise ProtocolError("a handle's abilities are letters of ABILITIES")
+            return self.proxy(number, cls, like, able)
         raise ProtocolError(f"unknown tag {tag!r}")
 
 
@@ -270,7 +306,10 @@ def checked_str(value: Any) -> str:
 
 
 def _array(body: Any) -> np.ndarray:
-    code, shape, text, writeable = checked_list(body)
+    fields = checked_list(body)
+    if len(fields) not in (4, 5):
+        raise ProtocolError("a malformed array")
+    code, shape, text, writeable = fields[:4]
     if code not in ARRAY_DTYPES or type(shape) is not list or any(type(s) is not int or s < 0 for s in shape):
         raise ProtocolError("a malformed array")
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1

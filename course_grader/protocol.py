@@ -43,6 +43,31 @@ BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "a
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
 CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array")
+# What Python asks of an object's type, not of the object (``callable(f)``, ``hasattr(x,
+# "__len__")``, ``isinstance(x, Iterable)``): a handle of the judge's says which its object's class
+# has, and the runner's stand-in for it has those and no others, so that such checks answer there
+# as in Jupyter (a test's function has no ``len``, a graph node cannot be called).
+ABILITIES = {
+    "c": "__call__",
+    "g": "__getitem__",
+    "l": "__len__",
+    "i": "__iter__",
+    "n": "__contains__",
+    "f": "__float__",
+    "t": "__int__",
+    "x": "__index__",
+    "o": "__complex__",
+}
+
+
+def abilities(cls: type) -> str:
+    """The letters of :data:`ABILITIES` whose methods ``cls`` gives its instances (from its own
+    and its bases' namespaces: ``getattr(cls, "__call__")`` is the class's own, from ``type``)."""
+    found = {dunder: None for dunder in ABILITIES.values()}
+    for klass in reversed(cls.__mro__):
+        found.update((dunder, vars(klass)[dunder]) for dunder in found if dunder in vars(klass))
+    return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
+
 
 # Events of the runner while it runs the cells (before it serves requests).
 CELL_START = "cell-start"

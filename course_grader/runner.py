@@ -47,13 +47,25 @@ from course_grader.notebook import (  # noqa: E402
     SETUP_ATTRIBUTES,
     SETUP_CLASSES,
     freeze,
+    notebook_class,
     run_cell,
     set_up_functions,
     student_names,
     their_operator,
 )
 from course_grader.plain_data import Codec, described  # noqa: E402
-from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
+from course_grader.protocol import (  # noqa: E402
+    ABILITIES,
+    BINARY,
+    CELL_END,
+    CELL_START,
+    COMPARISONS,
+    READY,
+    SETUP_FAILED,
+    UNARY,
+    abilities,
+    convert,
+)
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 
@@ -63,20 +75,16 @@ class Trusted:
     data or another handle; the judge's objects are read-only here. Attributes the student's
     code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's.
 
-    As a class attribute it binds like a function, so a reference method that the judge sets
-    on the student's class works as ``x * y``."""
+    Each stand-in is of a subclass (:func:`stand_in`) with the protocol methods its object's
+    class has (``__call__``, ``__len__`` ...: :data:`ABILITIES`) and no others. A callable one,
+    as a class attribute, binds like a function, so a reference method that the judge sets on
+    the student's class works as ``x * y``."""
 
     __slots__ = ("_Trusted__number", "_Trusted__bound", "_Trusted__like", "_Trusted__own", "__weakref__")
 
     def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = ()):
         for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {})):
             object.__setattr__(self, f"_Trusted__{slot}", value)
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        return self if obj is None else Trusted(self.__number, bound=(obj,))
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return ask(self, "call", args=encode(list(self.__bound + args)), kwargs=encode(kwargs))
 
     def __getattr__(self, name: str) -> Any:
         own = object.__getattribute__(self, "_Trusted__own")
@@ -111,45 +119,10 @@ class Trusted:
     def __class__(self) -> type:
         """The set-up cells' class (or course_lib's) the judge's object is an instance of, so
         that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted)."""
-        like = object.__getattribute__(self, "_Trusted__like")
-        module, _, qualname = like.rpartition(".")
-        found = SETUP_CLASSES.get(qualname) if module == "__main__" else None
-        if module.split(".")[0] == "course_lib" and module in sys.modules:
-            found = getattr(sys.modules[module], qualname, None)
-        if not isinstance(found, type):
-            return Trusted
-        # A subclass the student's cells bound to the set-up class's name (``class Node(Node)``
-        # with helpers), or the class pasted anew with them: in Jupyter the test's objects are made with it.
-        current = NAMESPACE.get(qualname) if module == "__main__" else None
-        anew = isinstance(current, type) and (current.__module__, current.__qualname__) == (module, qualname)
-        return current if isinstance(current, type) and (anew or issubclass(current, found)) else found
-
-    def __getitem__(self, key: Any) -> Any:
-        return ask(self, "getitem", key=encode(key))
-
-    def __len__(self) -> int:
-        return ask(self, "len")
-
-    def __iter__(self):
-        return iter(ask(self, "iter"))
-
-    def __contains__(self, item: Any) -> bool:
-        iterate = _theirs(self, "__contains__", "__iter__")
-        if iterate is not None:
-            return any(x is item or x == item for x in iterate())
-        return ask(self, "contains", item=encode(item))
+        return notebook_class(object.__getattribute__(self, "_Trusted__like")) or Trusted
 
     def __instancecheck__(self, obj: Any) -> bool:
         return ask(self, "isinstance", item=encode(obj))
-
-    def __float__(self) -> float:
-        return ask(self, "convert", to="float")
-
-    def __int__(self) -> int:
-        return ask(self, "convert", to="int")
-
-    def __index__(self) -> int:
-        return ask(self, "convert", to="index")
 
     def __bool__(self) -> bool:
         length = _theirs(self, "__bool__", "__len__")
@@ -167,17 +140,40 @@ class Trusted:
     def __str__(self) -> str:
         return ask(self, "convert", to="str")
 
-    def __lt__(self, other: Any) -> Any:
-        return ask(self, "binop", name="lt", other=encode(other), reflected=False)
 
-    def __le__(self, other: Any) -> Any:
-        return ask(self, "binop", name="le", other=encode(other), reflected=False)
+def stand_in(number: int, kind: str, like: str, able: str) -> Trusted:
+    """The stand-in for the judge's object ``number``: with the protocol methods its class has
+    (``able``, as the judge says) and those the student's cells gave the notebook's class."""
+    cls = notebook_class(like or kind)
+    return _stand_in_class("".join(sorted({*able, *(abilities(cls) if cls else "")})))(number, kind, like)
 
-    def __gt__(self, other: Any) -> Any:
-        return ask(self, "binop", name="gt", other=encode(other), reflected=False)
 
-    def __ge__(self, other: Any) -> Any:
-        return ask(self, "binop", name="ge", other=encode(other), reflected=False)
+@functools.cache
+def _stand_in_class(able: str) -> type:
+    methods = {ABILITIES[letter]: PROTOCOL[ABILITIES[letter]] for letter in able}
+    if "c" in able:
+        methods["__get__"] = _bind
+    return type("Trusted", (Trusted,), {"__slots__": (), "__doc__": Trusted.__doc__, **methods})
+
+
+def _bind(self: Trusted, obj: Any, objtype: Any = None) -> Any:
+    return self if obj is None else type(self)(object.__getattribute__(self, "_Trusted__number"), bound=(obj,))
+
+
+def _call(self: Trusted, *args: Any, **kwargs: Any) -> Any:
+    bound = object.__getattribute__(self, "_Trusted__bound")
+    return ask(self, "call", args=encode(list(bound + args)), kwargs=encode(kwargs))
+
+
+def _contains(self: Trusted, item: Any) -> bool:
+    iterate = _theirs(self, "__contains__", "__iter__")
+    if iterate is not None:
+        return any(x is item or x == item for x in iterate())
+    return ask(self, "contains", item=encode(item))
+
+
+def _converts(to: str):
+    return lambda self: ask(self, "convert", to=to)
 
 
 def _binary(name: str, reflected: bool):
@@ -204,9 +200,20 @@ def _or_theirs(dunder: str, method: Any) -> Any:
     return operator_method
 
 
-_CONTAINER = ("__getitem__", "__len__", "__iter__", "__contains__", "__bool__")
-for _dunder in (*_CONTAINER, "__lt__", "__le__", "__gt__", "__ge__"):
+# The protocol methods only stand-ins whose objects have them have (each the student's own
+# where their cells gave the notebook's class one, as the rest of Trusted's operators).
+PROTOCOL = {
+    "__call__": _call,
+    "__getitem__": _or_theirs("__getitem__", lambda self, key: ask(self, "getitem", key=encode(key))),
+    "__len__": _or_theirs("__len__", lambda self: ask(self, "len")),
+    "__iter__": _or_theirs("__iter__", lambda self: iter(ask(self, "iter"))),
+    "__contains__": _or_theirs("__contains__", _contains),
+    **{f"__{to}__": _or_theirs(f"__{to}__", _converts(to)) for to in ("float", "int", "index", "complex")},
+}
+for _dunder in ("__bool__", "__repr__", "__str__"):
     setattr(Trusted, _dunder, _or_theirs(_dunder, vars(Trusted)[_dunder]))
+for _name in COMPARISONS:
+    setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", _binary(_name, False)))
 for _name in BINARY:
     for _dunder, _reflected in ((f"__{_name.rstrip('_')}__", False), (f"__r{_name.rstrip('_')}__", True)):
         setattr(Trusted, _dunder, _or_theirs(_dunder, _binary(_name, _reflected)))
@@ -428,7 +435,7 @@ def main() -> None:
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve, in_turn=True)
+    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", stand_in, keep_proxies=True), serve, in_turn=True)
     # This part's forks, not the zygote's.
     os.register_at_fork(after_in_parent=KEPT.mark_forked, after_in_child=KEPT.mark_forked)
     job = JUDGE.receive()

@@ -17,7 +17,7 @@ from typing import Any
 
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, convert
+from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, abilities, convert
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 
@@ -266,7 +266,8 @@ class JudgeCodec(Codec):
     only what it grants (a function passed as an argument) may be called."""
 
     def __init__(self) -> None:
-        super().__init__("$r", "$h", Remote)
+        # What the runner says its object can do (a handle's abilities) is not read here.
+        super().__init__("$r", "$h", lambda number, kind, like, _able: Remote(number, kind, like))
         self.callable: set[int] = set()
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
@@ -299,9 +300,12 @@ class JudgeCodec(Codec):
 
     def kind(self, value: Any) -> list[str]:
         """The class of one of the judge's objects, where it is the course's (the notebook's or
-        course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there."""
+        course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there, and what
+        its class can do (:func:`course_grader.protocol.abilities`)."""
         names = described(value, ARITHMETIC)
-        return names if course_lib_class(names[-1]) or names[-1] in ARITHMETIC else []
+        known = course_lib_class(names[-1]) or names[-1] in ARITHMETIC
+        cls, like = (names + [""])[:2] if known else ("", "")
+        return [cls, like, abilities(type(value))]
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         value = super().decode(data, depth)
@@ -381,11 +385,16 @@ class ReadOnly(Exception):
 
 def serve(message: dict) -> Any:
     """A request of the student's process on one of the judge's objects."""
+    codec = CHANNEL.codec
+    if not SERVING[0]:  # while the student's code waits on the judge, its arrays read are kept
+        codec.kept, codec.kept_bytes = {}, 0
     SERVING[0] += 1
     try:
         return _serve(message)
     finally:
         SERVING[0] -= 1
+        if not SERVING[0]:
+            codec.kept = None
 
 
 def _serve(message: dict) -> Any:

@@ -27,9 +27,10 @@ def site(tmp_path_factory) -> Path:
 
 
 # The nbgrader pipeline grades every assignment in one module (a module-scoped fixture per
-# assignment). xdist's loadscope would run that module, the suite's longest, on one worker;
-# each assignment is a unit of its own instead, so the workers share the pipeline.
-PIPELINE_MODULES = ("tests/assignments/test_assignments.py",)
+# assignment), and the idiom fuzzer grades and runs each in Jupyter. xdist's loadscope would run
+# each module, the suite's longest, on one worker; each assignment is a unit of its own instead,
+# so the workers share them.
+PIPELINE_MODULES = ("tests/assignments/test_assignments.py", "tests/assignments/test_idioms.py")
 
 
 # Scopes that take minutes, longest first (measured with --durations, summed per scope). xdist

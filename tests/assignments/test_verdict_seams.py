@@ -182,7 +182,7 @@ def test_the_reader_refuses_a_message_of_too_many_values_before_parsing_it():
     lists, 2.1 million Python objects (~130 MB) if parsed."""
     read, write = os.pipe()
     endpoint = Endpoint(
-        read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k, like: None), lambda m: None
+        read, os.open(os.devnull, os.O_WRONLY), Codec("$r", "$h", lambda n, k, like, able: None), lambda m: None
     )
     line = b'{"re":1,"value":[' + b"[]," * (MAX_VALUES + 100_000) + b"[]]}\n"
     writer = threading.Thread(target=lambda: (os.write(write, line), os.close(write)))
@@ -198,9 +198,9 @@ def test_a_students_own_container_types_arrive_as_plain_data():
     any other object stays a handle."""
     from collections import OrderedDict, namedtuple
 
-    runner = Codec("$h", "$r", lambda n, k, like: None)
+    runner = Codec("$h", "$r", lambda n, k, like, able: None)
     Handle = type("Handle", (), {})
-    judge = Codec("$r", "$h", lambda n, k, like: Handle())
+    judge = Codec("$r", "$h", lambda n, k, like, able: Handle())
     Pair = namedtuple("Pair", "a b")
     Grads = type("Grads", (dict,), {})
     Rows = type("Rows", (list,), {})
@@ -217,8 +217,8 @@ def test_counters_and_defaultdicts_read_missing_keys_as_in_jupyter():
     computes its values in __getitem__ arrives with those values, not what it stores."""
     from collections import Counter, defaultdict
 
-    runner = Codec("$h", "$r", lambda n, k, like: None)
-    judge = Codec("$r", "$h", lambda n, k, like: None)
+    runner = Codec("$h", "$r", lambda n, k, like, able: None)
+    judge = Codec("$r", "$h", lambda n, k, like, able: None)
     Doubled = type("Doubled", (dict,), {"__getitem__": lambda self, key: 2 * dict.__getitem__(self, key)})
     odd = defaultdict(lambda: object())  # a default that is not plain data: a plain dict
     got = judge.decode(runner.encode([Counter("aab"), defaultdict(list, x=[1]), Doubled(w=3), odd]))
@@ -1192,8 +1192,8 @@ def test_a_reference_class_gets_only_the_students_own_methods_and_operators_it_l
     assert x.reciprocal() == reference.variable(5) == reference.constant(6) == "their result"
     (_, method), (_, classmethod_), (_, staticmethod_) = channel.requests[1:]
     codec = channel.codec
-    assert codec.decode(method["args"]) == [x], "a method gets the instance"
-    assert codec.decode(classmethod_["args"]) == [reference, 5] and codec.decode(staticmethod_["args"]) == [6]
+    assert method["args"] == codec.encode([x]), "a method gets the instance"
+    assert classmethod_["args"] == codec.encode([reference, 5]) and staticmethod_["args"] == codec.encode([6])
     # read-only handles: what a lent method is given never becomes callable by the student's code
     assert not codec.callable, codec.callable
 
