@@ -54,6 +54,7 @@ from course_grader.notebook import (  # noqa: E402
 )
 from course_grader.plain_data import Codec, described  # noqa: E402
 from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
+from course_grader.reference_classes import stand_ins_of  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 
@@ -91,7 +92,7 @@ class Trusted:
             # helper method, a class default such as ``Node.seen = False``), as in Jupyter.
             cls = self.__class__
             found: Any = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), MISSING)
-            if cls is Trusted or cls.__module__ != "__main__" or found is MISSING:
+            if issubclass(cls, Trusted) or cls.__module__ != "__main__" or found is MISSING:
                 raise
             if isinstance(found, types.MemberDescriptorType):  # a slot of their subclass, never set here
                 raise
@@ -110,7 +111,10 @@ class Trusted:
     @property  # type: ignore[misc]  # isinstance() consults __class__
     def __class__(self) -> type:
         """The set-up cells' class (or course_lib's) the judge's object is an instance of, so
-        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted)."""
+        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted); an
+        object of a reference's class is of its class here (:mod:`course_grader.reference_classes`)."""
+        if type(self) is not Trusted:
+            return type(self)
         like = object.__getattribute__(self, "_Trusted__like")
         module, _, qualname = like.rpartition(".")
         found = SETUP_CLASSES.get(qualname) if module == "__main__" else None
@@ -191,7 +195,7 @@ def _theirs(proxy: Trusted, dunder: str, instead: str = "") -> Any:
     """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None;
     with ``instead``, theirs of that name where the class has no ``dunder`` (Python's fallback)."""
     cls = proxy.__class__
-    found = their_operator(cls, dunder, instead) if cls is not Trusted else None
+    found = their_operator(cls, dunder, instead) if not issubclass(cls, Trusted) else None
     return found.__get__(proxy, cls) if found is not None else None
 
 
@@ -428,7 +432,8 @@ def main() -> None:
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", Trusted, keep_proxies=True), serve, in_turn=True)
+    codec = RunnerCodec("$h", "$r", stand_ins_of(Trusted), keep_proxies=True)
+    JUDGE = Endpoint(request_fd, reply_fd, codec, serve, in_turn=True)
     # This part's forks, not the zygote's.
     os.register_at_fork(after_in_parent=KEPT.mark_forked, after_in_child=KEPT.mark_forked)
     job = JUDGE.receive()

@@ -18,6 +18,7 @@ from typing import Any
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, convert
+from course_grader.reference_classes import A_CLASS
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 
@@ -270,6 +271,7 @@ class JudgeCodec(Codec):
         self.callable: set[int] = set()
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
+        self.reference_classes: set[int] = set()  # ids of the classes references made: classes there too
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
         self.text_size = 0  # characters of the strings in texts
@@ -299,7 +301,10 @@ class JudgeCodec(Codec):
 
     def kind(self, value: Any) -> list[str]:
         """The class of one of the judge's objects, where it is the course's (the notebook's or
-        course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there."""
+        course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there; a class a
+        reference made is said to be one (:mod:`course_grader.reference_classes`)."""
+        if id(value) in self.reference_classes:
+            return [A_CLASS, f"{value.__module__}.{value.__qualname__}"]
         names = described(value, ARITHMETIC)
         return names if course_lib_class(names[-1]) or names[-1] in ARITHMETIC else []
 

@@ -1,0 +1,49 @@
+"""A reference solution's class, as the student's code meets it in the runner.
+
+Where an earlier part's reference runs in the judge in place of a failing answer (``# grader:
+reference ...``), the class it defines (ps02's ``MyDual``) is bound to the student's name in the
+runner, and the objects it makes stand there for the judge's. In Jupyter the student's later code
+works on objects of a class: ``type(self)(a, b)`` or ``self.__class__(a, b)`` makes a new one,
+``type(x) is MyDual`` holds. So the runner's stand-in for such a class is a class (of
+:class:`StandsFor`, deriving from the runner's stand-in of any object), and the stand-ins of its
+objects are its instances: calling the class, or reading its attributes, asks the judge's class.
+Before, ``type(self)`` was the stand-in's own class: a ps02 hand-in whose part 1 had a slip lost
+parts 2 and 3 as well, where its division and ``sin`` made their result with ``type(self)(...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+A_CLASS = "builtins.type"  # what the judge says of a reference's class it hands over (its ``kind``)
+
+
+class StandsFor(type):
+    """The type of a reference's class in the runner: called, it makes one of the judge's class."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return vars(cls)["_judges"](*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(vars(cls)["_judges"], name)
+
+
+def stand_ins_of(base: type) -> Callable[..., Any]:
+    """The runner's stand-ins of the judge's objects (``make_proxy`` of its codec): ``base``'s, but
+    a class of the references is a class deriving from ``base``, whose instances the stand-ins of
+    its objects are."""
+    classes: dict[str, type] = {}  # module.qualname -> the stand-in class of a reference's class
+
+    def stand_in(number: int, kind: str = "", like: str = "") -> Any:
+        if kind == A_CLASS and like.startswith("__main__."):
+            name = like.rpartition(".")[2]
+            made = StandsFor(name, (base,), {"__slots__": (), "__module__": "__main__", "__qualname__": name})
+            type.__setattr__(made, "_judges", base(number))  # the plain stand-in: calls and reads go through it
+            classes[like] = made
+            return made
+        return type.__call__(classes.get(kind, base), number, kind, like)  # not StandsFor's: made here
+
+    return stand_in

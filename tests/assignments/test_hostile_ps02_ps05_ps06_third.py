@@ -1,0 +1,72 @@
+"""Hostile and honest students against ps02 (forward mode), ps05 (optimisation) and ps06 (custom
+rules and Jacobians), third pass.
+
+Each hand-in has read the grader's source, the rules (``solutions/<ps>/rules.toml``) and the
+visible tests; every case grades in the real sandbox (``grade`` of test_verdict_seams.py) and
+asserts the fair score (the one the notebook earns in Jupyter, or lower where it passes only by
+a shortcut that skips the part's work).
+"""
+
+from __future__ import annotations
+
+from nbgrader_helpers import load_mistakes
+from test_verdict_seams import grade
+
+PS02, PS05, PS06 = "ps02_forward_mode", "ps05_optimisation", "ps06_custom_rules_jacobians"
+
+
+# ps02, an honest student with part 1's typical slip (the product rule missing a term), whose
+# division, power and elementary functions make their result as type(self)(...), self.__class__(...)
+# and type(x)(...), and whose cos checks type(x) is MyDual. Parts 2 to 4 run with the reference
+# MyDual, whose objects stood in the runner as instances of the grader's stand-in class: type(self)
+# made a broken stand-in, type(x) is MyDual was false. 0/3, 0/2, 0/2 where 0/3, 2/2, 2/2 is fair
+# (one typical mistake costs its own part). A reference's class is now a class in the runner too,
+# and the stand-ins of its objects are its instances.
+BY_THEIR_TYPE = {
+    "dual_division_power": """def dual_truediv(self: MyDual, other) -> MyDual:
+    other = as_dual(other)
+    return type(self)(self.primal / other.primal,
+                      (self.tangent * other.primal - self.primal * other.tangent) / other.primal**2)
+
+
+def dual_rtruediv(self: MyDual, other) -> MyDual:
+    return dual_truediv(as_dual(other), self)
+
+
+def dual_pow(self: MyDual, n: float) -> MyDual:
+    return self.__class__(self.primal**n, n * self.primal ** (n - 1) * self.tangent)
+
+
+MyDual.__truediv__ = dual_truediv
+MyDual.__rtruediv__ = dual_rtruediv
+MyDual.__pow__ = dual_pow
+""",
+    "elementary_functions": '''def _lift(x, g, dg):
+    """g(x) for a MyDual x, by the chain rule, as a dual number of x's own class."""
+    return type(x)(g(x.primal), dg(x.primal) * x.tangent)
+
+
+def sin(x):
+    return _lift(x, math.sin, math.cos) if isinstance(x, MyDual) else math.sin(x)
+
+
+def cos(x):
+    return _lift(x, math.cos, lambda t: -math.sin(t)) if type(x) is MyDual else math.cos(x)
+
+
+def exp(x):
+    return _lift(x, math.exp, math.exp) if isinstance(x, MyDual) else math.exp(x)
+
+
+def log(x):
+    return _lift(x, math.log, lambda t: 1 / t) if isinstance(x, MyDual) else math.log(x)
+''',
+}
+
+
+def test_ps02_a_slip_in_part_one_costs_only_part_one_with_their_type():
+    slip = load_mistakes(PS02)["product_rule_missing_term"]["replace"]["dual_arithmetic"]
+    tests = ["test_dual_arithmetic", "test_dual_division_power", "test_elementary_functions"]
+    tests.append("test_derivative_gradient")
+    got = grade(PS02, {"dual_arithmetic": slip, **BY_THEIR_TYPE}, set(tests), 60)
+    assert [got[t][0] for t in tests] == [0, 2, 2, 2], got
