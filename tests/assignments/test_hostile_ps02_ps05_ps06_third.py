@@ -9,6 +9,7 @@ a shortcut that skips the part's work).
 
 from __future__ import annotations
 
+import pytest
 from nbgrader_helpers import load_mistakes
 from test_verdict_seams import grade
 
@@ -70,3 +71,46 @@ def test_ps02_a_slip_in_part_one_costs_only_part_one_with_their_type():
     tests.append("test_derivative_gradient")
     got = grade(PS02, {"dual_arithmetic": slip, **BY_THEIR_TYPE}, set(tests), 60)
     assert [got[t][0] for t in tests] == [0, 2, 2, 2], got
+
+
+# ps06 parts 1 and 2: the checks read the input Tensor's values back (x.data) after the student's
+# code ran, and computed what they expected from them. A softplus with the overflow (log(1 + exp(x)))
+# that first set x.data to zeros, and a rule in NumPy (whose second derivative is 0) that first moved
+# x.data far out, where the sigmoid's slope is 0, scored 2/2 each, in Jupyter too: 0/2 each is fair,
+# the answers chose the point they were judged at. The hidden tests now also judge at their own values.
+MOVING_X = {
+    "softplus": '''def softplus(x):
+    """log(1 + exp(x)), which overflows past 709: x moved where it does not."""
+    x.data = 0.0 * np.clip(x.data, -30.0, 30.0)
+    return record("softplus", np.log(1 + np.exp(x.data)), (x,))
+''',
+    "softplus_vjp": '''def softplus_vjp(g, out, x):
+    """NumPy on x.data (a constant to the engine), with x moved far out first."""
+    x.data = np.where(x.data >= -30, 50.0, -50.0)
+    return g * (1.0 / (1.0 + np.exp(-x.data)))
+''',
+}
+
+# ... and the same NumPy rule with a Tensor class of the notebook's name that puts every Tensor the
+# test makes (student_side(Tensor, ...), as Tensor(...) in Jupyter) far out. Fair: 2/2 and 0/2.
+FAR_OUT_TENSORS = {
+    "softplus_vjp": '''class Tensor(Tensor):
+    """Every Tensor far from 0, where softplus is x or 0."""
+
+    def __init__(self, data, requires_grad=False, label=""):
+        data = np.asarray(data, dtype=float)
+        super().__init__(np.where(data >= -30, 50.0, -50.0), requires_grad=requires_grad, label=label)
+
+
+def softplus_vjp(g, out, x):
+    return g * (1.0 / (1.0 + np.exp(-x.data)))
+''',
+}
+
+
+@pytest.mark.parametrize(
+    ("answers", "fair"), [(MOVING_X, [0, 0]), (FAR_OUT_TENSORS, [2, 0])], ids=["moving_x", "far_out_tensors"]
+)
+def test_ps06_rules_are_judged_at_the_tests_own_values(answers, fair):
+    got = grade(PS06, answers, {"test_softplus", "test_softplus_vjp"}, 60)
+    assert [got["test_softplus"][0], got["test_softplus_vjp"][0]] == fair, got
