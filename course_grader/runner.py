@@ -57,6 +57,8 @@ from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FA
 from course_grader.reference_classes import stand_ins_of  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
+THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
+
 
 class Trusted:
     """One of the judge's objects: a function the test hands over, a graph it built, a class of
@@ -88,11 +90,11 @@ class Trusted:
         try:
             return ask(self, "getattr", name=name)
         except AttributeError:
-            # Not on the judge's object: what the student's cells put on the notebook's class (a
-            # helper method, a class default such as ``Node.seen = False``), as in Jupyter.
+            # Not on the judge's object: what the student's cells put on the notebook's class or on
+            # course_lib's (a helper method, a class default such as ``Node.seen = False``), as in Jupyter.
             cls = self.__class__
             found: Any = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), MISSING)
-            if issubclass(cls, Trusted) or cls.__module__ != "__main__" or found is MISSING:
+            if issubclass(cls, Trusted) or cls.__module__.split(".")[0] not in THEIR_CLASSES or found is MISSING:
                 raise
             if isinstance(found, types.MemberDescriptorType):  # a slot of their subclass, never set here
                 raise

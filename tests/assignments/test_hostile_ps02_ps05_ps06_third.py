@@ -114,3 +114,28 @@ def softplus_vjp(g, out, x):
 def test_ps06_rules_are_judged_at_the_tests_own_values(answers, fair):
     got = grade(PS06, answers, {"test_softplus", "test_softplus_vjp"}, 60)
     assert [got["test_softplus"][0], got["test_softplus_vjp"][0]] == fair, got
+
+
+# ps02 part 5, honest: the chain rule at one node as a helper method put on course_lib's Node
+# (Node.tangent_from = ...), called on every node of the test's graphs. In Jupyter the test's nodes
+# are course_lib Nodes and have it; graded they stood in the runner for the judge's nodes, which
+# looked only at the notebook's own classes for what the student's cells added: 0/3, fair 3/3.
+HELPER_ON_NODE = '''def _tangent_from(self, tangent):
+    """The chain rule at one node: its local derivatives times its parents' tangents."""
+    return sum(local * tangent[parent] for parent, local in zip(self._parents, self.grad_wrt_parents))
+
+
+Node.tangent_from = _tangent_from
+
+
+def tangent_sweep(order: list[Node], seeds: dict[Node, float]) -> dict[Node, float]:
+    tangent = {}
+    for node in order:
+        tangent[node] = node.tangent_from(tangent) if node._parents else seeds.get(node, 0.0)
+    return tangent
+'''
+
+
+def test_ps02_a_helper_put_on_course_libs_node_works_on_the_tests_nodes():
+    got = grade(PS02, {"tangent_sweep": HELPER_ON_NODE}, {"test_tangent_sweep"}, 60)
+    assert got["test_tangent_sweep"][0] == 3, got
