@@ -139,3 +139,38 @@ def tangent_sweep(order: list[Node], seeds: dict[Node, float]) -> dict[Node, flo
 def test_ps02_a_helper_put_on_course_libs_node_works_on_the_tests_nodes():
     got = grade(PS02, {"tangent_sweep": HELPER_ON_NODE}, {"test_tangent_sweep"}, 60)
     assert got["test_tangent_sweep"][0] == 3, got
+
+
+# ps02 part 4, honest: gradient's passes side by side in a fork Pool(2), each worker calling f (the
+# hidden test's function, which calls the student's sin and cos back on the worker's MyDuals). A
+# worker let go of the channel while it served such a call, a sibling's pass began meanwhile, and
+# the first worker's answer reached the judge out of turn: "a reply to a request that was not
+# asked", 0/2 where Jupyter gives 2/2. Only the process that made the channel lets it go now.
+POOLED_PASSES = '''import multiprocessing as mp
+
+_F = [None]
+
+
+def derivative(f, x: float) -> float:
+    out = f(MyDual(x, 1.0))
+    return out.tangent if isinstance(out, MyDual) else 0.0
+
+
+def _partial(job):
+    """One forward pass of _F[0] with input i seeded (a worker of the pool runs it)."""
+    point, i = job
+    out = _F[0](*[MyDual(p, 1.0 if j == i else 0.0) for j, p in enumerate(point)])
+    return out.tangent if isinstance(out, MyDual) else 0.0
+
+
+def gradient(f, point: list[float]) -> list[float]:
+    """The passes side by side, one per input, in a pool of two processes."""
+    _F[0] = f
+    with mp.get_context("fork").Pool(2) as pool:
+        return pool.map(_partial, [(list(point), i) for i in range(len(point))])
+'''
+
+
+def test_ps02_gradient_by_a_process_pool_keeps_its_points():
+    got = grade(PS02, {"derivative_gradient": POOLED_PASSES}, {"test_derivative_gradient"}, 60)
+    assert got["test_derivative_gradient"][0] == 2, got
