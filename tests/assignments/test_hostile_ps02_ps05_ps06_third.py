@@ -174,3 +174,31 @@ def gradient(f, point: list[float]) -> list[float]:
 def test_ps02_gradient_by_a_process_pool_keeps_its_points():
     got = grade(PS02, {"derivative_gradient": POOLED_PASSES}, {"test_derivative_gradient"}, 60)
     assert got["test_derivative_gradient"][0] == 2, got
+
+
+# ps05 part 3, honest: the answer cell first times plain descent with the visible test's own
+# reference_descent (%time <statement>, which runs the statement, as in Jupyter), then defines
+# momentum_descent. The grader read the cell's names as Python, where the %time line does not
+# compile, so it saw no use of reference_descent and left out the test cell that defines it: the
+# cell stopped at a NameError before its def, 0/3 where Jupyter gives 3/3. The names of such a cell
+# are now read from it as the runner runs it.
+TIMED_WITH_THE_TESTS_HELPER = """# Plain descent first, with the test's reference above: what momentum should beat.
+%time plain = reference_descent(bowl_grad, (3.0, 1.0), 0.1, 100)
+print("plain descent ends at", plain[-1])
+
+
+def momentum_descent(grad_f, start, lr, beta, steps):
+    x = np.array(start, dtype=float)
+    v = np.zeros_like(x)
+    path = [x.copy()]
+    for _ in range(steps):
+        v = beta * v + grad_f(x)
+        x = x - lr * v
+        path.append(x.copy())
+    return np.array(path)
+"""
+
+
+def test_ps05_a_timed_line_using_a_tests_helper_keeps_its_cell():
+    got = grade(PS05, {"momentum_descent": TIMED_WITH_THE_TESTS_HELPER}, {"test_momentum_descent"}, 60)
+    assert got["test_momentum_descent"][0] == 3, got
