@@ -202,3 +202,74 @@ def momentum_descent(grad_f, start, lr, beta, steps):
 def test_ps05_a_timed_line_using_a_tests_helper_keeps_its_cell():
     got = grade(PS05, {"momentum_descent": TIMED_WITH_THE_TESTS_HELPER}, {"test_momentum_descent"}, 60)
     assert got["test_momentum_descent"][0] == 3, got
+
+
+# ps05 part 1: forward mode inside real Values. The engine's module patched so that a Value keeps
+# the dual number it is given (scalar._as_float) and its math works on dual numbers: f is evaluated
+# once, on Values, and the gradient is read off the output's tangents, with no backward pass. The
+# hidden test's checks (f handed Values, at most two evaluations) passed: 1/1, fair 0/1. The hidden
+# test now also sends the gradient through a probe node whose backward (set by the test) passes back
+# twice its gradient, which forward mode misses (so does a dual class subclassing Value, the strict
+# xfail of test_hostile_ps05_ps06.py until now).
+DUALS_IN_VALUES = '''import math
+import types
+
+import course_lib.scalar as _engine
+
+
+class _D:
+    """A dual number with a vector of tangents (every partial derivative at once)."""
+
+    def __init__(self, v, t):
+        self.v, self.t = v, np.asarray(t, dtype=float)
+
+    def _w(self, o):
+        return o if isinstance(o, _D) else _D(float(o), np.zeros_like(self.t))
+
+    def __add__(self, o):
+        o = self._w(o)
+        return _D(self.v + o.v, self.t + o.t)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = self._w(o)
+        return _D(self.v - o.v, self.t - o.t)
+
+    def __rsub__(self, o):
+        return self._w(o) - self
+
+    def __neg__(self):
+        return _D(-self.v, -self.t)
+
+    def __mul__(self, o):
+        o = self._w(o)
+        return _D(self.v * o.v, self.t * o.v + o.t * self.v)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, n):
+        return _D(self.v ** n, n * self.v ** (n - 1) * self.t)
+
+
+def _lifted(g, dg):
+    return lambda x: _D(g(x.v), dg(x.v) * x.t) if isinstance(x, _D) else g(x)
+
+
+# The engine's Values keep the dual numbers they are given, and its math works on them.
+_engine._as_float = lambda data: data
+_engine.math = types.SimpleNamespace(sin=_lifted(math.sin, math.cos), exp=_lifted(math.exp, math.exp))
+
+
+def value_and_gradient(f, point):
+    d = len(point)
+    out = f(*[Value(_D(float(p), np.eye(d)[i])) for i, p in enumerate(point)])
+    return out.data.v, out.data.t
+'''
+
+
+def test_ps05_forward_mode_inside_values_is_not_the_backward_pass():
+    points, message = grade(PS05, {"value_and_gradient": DUALS_IN_VALUES}, {"test_value_and_gradient"}, 60)[
+        "test_value_and_gradient"
+    ]
+    assert points == 0 and "probe" in message, message
