@@ -21,8 +21,9 @@ PS02, PS05, PS06 = "ps02_forward_mode", "ps05_optimisation", "ps06_custom_rules_
 # and type(x)(...), and whose cos checks type(x) is MyDual. Parts 2 to 4 run with the reference
 # MyDual, whose objects stood in the runner as instances of the grader's stand-in class: type(self)
 # made a broken stand-in, type(x) is MyDual was false. 0/3, 0/2, 0/2 where 0/3, 2/2, 2/2 is fair
-# (one typical mistake costs its own part). A reference's class is now a class in the runner too,
-# and the stand-ins of its objects are its instances.
+# (as in Jupyter; one typical mistake costs its own part, so part 4, which Jupyter's slip would
+# spoil, keeps its 2/2 by the reference). A reference's class is now a class in the runner too, and
+# the stand-ins of its objects are its instances.
 BY_THEIR_TYPE = {
     "dual_division_power": """def dual_truediv(self: MyDual, other) -> MyDual:
     other = as_dual(other)
