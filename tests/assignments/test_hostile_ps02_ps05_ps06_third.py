@@ -142,39 +142,37 @@ def test_ps02_a_helper_put_on_course_libs_node_works_on_the_tests_nodes():
     assert got["test_tangent_sweep"][0] == 3, got
 
 
-# ps02 part 4, honest: gradient's passes side by side in a fork Pool(2), each worker calling f (the
-# hidden test's function, which calls the student's sin and cos back on the worker's MyDuals). A
-# worker let go of the channel while it served such a call, a sibling's pass began meanwhile, and
-# the first worker's answer reached the judge out of turn: "a reply to a request that was not
-# asked", 0/2 where Jupyter gives 2/2. Only the process that made the channel lets it go now.
-POOLED_PASSES = '''import multiprocessing as mp
+# ps06 part 4, honest: the rows side by side in a fork Pool(2), each worker pulling one back with a
+# VJP of its own (f evaluated once per row, within the test's m + 1; f is the hidden test's, which
+# calls the worker's Tensors back). A worker let go of the runner's channel while it served such a
+# call back, a sibling's row began meanwhile, and the first worker's reply reached the judge out of
+# turn: "a reply to a request that was not asked", 0/2 where Jupyter gives 2/2. Only the process that
+# made the channel lets it go now. (ps02's gradient with one pass per worker failed the same way;
+# in Jupyter its visible test's in-process count of passes sees none of the workers' passes.)
+POOLED_ROWS = '''import multiprocessing as mp
 
-_F = [None]
-
-
-def derivative(f, x: float) -> float:
-    out = f(MyDual(x, 1.0))
-    return out.tangent if isinstance(out, MyDual) else 0.0
+_JOB = {}
 
 
-def _partial(job):
-    """One forward pass of _F[0] with input i seeded (a worker of the pool runs it)."""
-    point, i = job
-    out = _F[0](*[MyDual(p, 1.0 if j == i else 0.0) for j, p in enumerate(point)])
-    return out.tangent if isinstance(out, MyDual) else 0.0
+def _row(i):
+    """Row i of the Jacobian: one VJP with e_i (a worker of the pool pulls it back)."""
+    f, x = _JOB["f"], _JOB["x"]
+    y, pull_back = vjp(f, x)
+    return np.asarray(pull_back(np.eye(y.shape[0])[i]).data, dtype=float)
 
 
-def gradient(f, point: list[float]) -> list[float]:
-    """The passes side by side, one per input, in a pool of two processes."""
-    _F[0] = f
+def jacobian_by_vjps(f, x):
+    """The rows side by side, in a pool of two processes."""
+    m = len(f(Tensor(x)).data)
+    _JOB.update(f=f, x=x)
     with mp.get_context("fork").Pool(2) as pool:
-        return pool.map(_partial, [(list(point), i) for i in range(len(point))])
+        return np.array(pool.map(_row, range(m)))
 '''
 
 
-def test_ps02_gradient_by_a_process_pool_keeps_its_points():
-    got = grade(PS02, {"derivative_gradient": POOLED_PASSES}, {"test_derivative_gradient"}, 60)
-    assert got["test_derivative_gradient"][0] == 2, got
+def test_ps06_rows_by_a_process_pool_keep_their_points():
+    got = grade(PS06, {"jacobian_by_vjps": POOLED_ROWS}, {"test_jacobian_by_vjps"}, 60)
+    assert got["test_jacobian_by_vjps"][0] == 2, got
 
 
 # ps05 part 3, honest: the answer cell first times plain descent with the visible test's own
