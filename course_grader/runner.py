@@ -368,13 +368,13 @@ def stand_by(message: dict) -> Any:
     raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
 
 
-METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them
+METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2, property: 3}  # as the judge's KINDS reads them
 
 
 def class_methods(cls: Any) -> list:
-    """The functions, class and static methods a class of the notebook's has (its own and its
-    bases', but Python's): [name as code points, kind, function], kind 0, 1 or 2. The judge
-    lends them to a reference class that stands in for this one (course_grader.their_methods)."""
+    """The functions, class and static methods and properties a class of the notebook's has (its own
+    and its bases', but Python's): [name as code points, kind, function (a property's getter)], kind
+    0 to 3. The judge lends them to a reference class that stands in for this one (their_methods)."""
     found: dict[str, list] = {}
     for klass in reversed(cls.__mro__) if isinstance(cls, type) else ():
         if klass.__module__ == "builtins":
@@ -382,7 +382,8 @@ def class_methods(cls: Any) -> list:
         for name, value in vars(klass).items():
             kind = METHOD_KINDS.get(type(value))
             if kind is not None:
-                found[name] = [[ord(c) for c in name], kind, value if kind == 0 else value.__func__]
+                function = value if kind == 0 else value.fget if kind == 3 else value.__func__
+                found[name] = [[ord(c) for c in name], kind, function]
     return list(found.values())
 
 

@@ -201,8 +201,9 @@ class TheirMethod:
     """One of the student's own methods (a function on their class, put there by any of their
     cells) on the reference class that stands in for theirs (:mod:`course_grader.their_methods`):
     calling it calls their function in their process, with the arguments read-only there, as
-    their code would call it in Jupyter. Bound as a method, a class method or a static method
-    (``kind``), like the student's; never a data descriptor, so an instance's own attributes win."""
+    their code would call it in Jupyter. Bound as a method, a class method or a static method, or
+    read as a property (``kind``), like the student's; never a data descriptor, so an instance's own
+    attributes win."""
 
     __slots__ = ("function", "kind")
 
@@ -212,6 +213,8 @@ class TheirMethod:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if self.kind == "class":
             return types.MethodType(self, objtype if objtype is not None else type(obj))
+        if self.kind == "property":  # their getter, called on the object
+            return self if obj is None else self(obj)
         return self if obj is None or self.kind == "static" else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -272,3 +272,39 @@ def test_ps05_forward_mode_inside_values_is_not_the_backward_pass():
         "test_value_and_gradient"
     ]
     assert points == 0 and "probe" in message, message
+
+
+# ps02, honest: a MyDual with a property (x.parts, the pair to unpack) that part 3's functions use,
+# and part 1's typical slip. Part 3 runs with the reference MyDual, which was lent the student's
+# methods but not their properties: AttributeError, 0/2 where Jupyter gives 2/2. Properties are lent
+# too now (read through the student's getter).
+def test_ps02_a_property_of_their_class_works_on_the_references_objects():
+    slip = load_mistakes(PS02)["product_rule_missing_term"]["replace"]["dual_arithmetic"]
+    with_parts = slip.replace(
+        "    def __repr__(self) -> str:",
+        '    @property\n    def parts(self):\n        """(primal, tangent), to unpack."""\n'
+        "        return self.primal, self.tangent\n\n    def __repr__(self) -> str:",
+    )
+    functions = """def _chain(x, g, dg):
+    a, da = x.parts
+    return MyDual(g(a), dg(a) * da)
+
+
+def sin(x):
+    return _chain(x, math.sin, math.cos) if isinstance(x, MyDual) else math.sin(x)
+
+
+def cos(x):
+    return _chain(x, math.cos, lambda t: -math.sin(t)) if isinstance(x, MyDual) else math.cos(x)
+
+
+def exp(x):
+    return _chain(x, math.exp, math.exp) if isinstance(x, MyDual) else math.exp(x)
+
+
+def log(x):
+    return _chain(x, math.log, lambda t: 1 / t) if isinstance(x, MyDual) else math.log(x)
+"""
+    answers = {"dual_arithmetic": with_parts, "elementary_functions": functions}
+    got = grade(PS02, answers, {"test_dual_arithmetic", "test_elementary_functions"}, 60)
+    assert [got["test_dual_arithmetic"][0], got["test_elementary_functions"][0]] == [0, 2], got
