@@ -13,10 +13,14 @@ parts 2 and 3 as well, where its division and ``sin`` made their result with ``t
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
+from course_grader.notebook import NAMESPACE
+
 A_CLASS = "builtins.type"  # what the judge says of a reference's class it hands over (its ``kind``)
+SEQUENCE = ("__iter__", "__len__", "__getitem__", "__contains__")  # how the student's code unpacks one
 
 
 class StandsFor(type):
@@ -40,10 +44,37 @@ def stand_ins_of(base: type) -> Callable[..., Any]:
     def stand_in(number: int, kind: str = "", like: str = "") -> Any:
         if kind == A_CLASS and like.startswith("__main__."):
             name = like.rpartition(".")[2]
-            made = StandsFor(name, (base,), {"__slots__": (), "__module__": "__main__", "__qualname__": name})
+            own = {"__slots__": (), "__module__": "__main__", "__qualname__": name, **as_their_sequence(name)}
+            made = StandsFor(name, (base,), own)
             type.__setattr__(made, "_judges", base(number))  # the plain stand-in: calls and reads go through it
             classes[like] = made
             return made
         return type.__call__(classes.get(kind, base), number, kind, like)  # not StandsFor's: made here
 
     return stand_in
+
+
+def as_their_sequence(name: str) -> dict[str, Any]:
+    """How the student's class of that name, which the reference's replaces, unpacks its objects
+    (``a, da = x``, ``x[0]``): a named tuple by its fields, read off the judge's object; any other
+    class by its own ``__iter__``, ``__len__``, ``__getitem__`` or ``__contains__``, run where the
+    student's code runs. Only the student's code unpacks this way: the tests read the reference's
+    objects themselves. (A ps02 ``MyDual`` that was a ``NamedTuple``, with part 1's slip, lost part
+    3 too: its ``sin`` unpacked ``a, da = x``, and the reference's ``MyDual`` is no tuple.)"""
+    theirs = NAMESPACE.get(name)
+    if not isinstance(theirs, type):
+        return {}
+    fields = getattr(theirs, "_fields", None)
+    if issubclass(theirs, tuple) and isinstance(fields, tuple):
+
+        def values(self: Any) -> tuple:
+            return tuple(getattr(self, field) for field in fields)
+
+        return {
+            "__iter__": lambda self: iter(values(self)),
+            "__len__": lambda self: len(fields),
+            "__getitem__": lambda self, key: values(self)[key],
+            "__contains__": lambda self, item: item in values(self),
+        }
+    found = {n: next((vars(k)[n] for k in theirs.__mro__ if n in vars(k)), None) for n in SEQUENCE}
+    return {n: f for n, f in found.items() if isinstance(f, types.FunctionType)}

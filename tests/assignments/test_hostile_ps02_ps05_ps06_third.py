@@ -308,3 +308,71 @@ def log(x):
     answers = {"dual_arithmetic": with_parts, "elementary_functions": functions}
     got = grade(PS02, answers, {"test_dual_arithmetic", "test_elementary_functions"}, 60)
     assert [got["test_dual_arithmetic"][0], got["test_elementary_functions"][0]] == [0, 2], got
+
+
+# ps02, honest: MyDual as a NamedTuple (primal, tangent) with part 1's typical slip, whose part 3
+# functions unpack it (a, da = x). Part 3 runs with the reference MyDual, no tuple: TypeError, 0/2
+# where Jupyter gives 2/2. The student's code now unpacks the reference's objects as their class
+# unpacked its own (a named tuple by its fields; a class by its own __iter__ or __getitem__).
+NAMED_TUPLE_WITH_SLIP = '''from typing import NamedTuple
+
+
+class MyDual(NamedTuple):
+    """A dual number as a named tuple (immutable: every operation makes a new one)."""
+
+    primal: float
+    tangent: float = 0.0
+
+    def __add__(self, other):
+        other = as_dual(other)
+        return MyDual(self.primal + other.primal, self.tangent + other.tangent)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        other = as_dual(other)
+        return MyDual(self.primal - other.primal, self.tangent - other.tangent)
+
+    def __rsub__(self, other):
+        return as_dual(other) - self
+
+    def __neg__(self):
+        return MyDual(-self.primal, -self.tangent)
+
+    def __mul__(self, other):
+        other = as_dual(other)
+        return MyDual(self.primal * other.primal, self.tangent * other.primal)  # the slip: a term missing
+
+    __rmul__ = __mul__
+
+
+def as_dual(x) -> MyDual:
+    return x if isinstance(x, MyDual) else MyDual(x, 0.0)
+'''
+
+UNPACKING = """def _chain(x, g, dg):
+    a, da = x  # a MyDual is the pair (primal, tangent)
+    return MyDual(g(a), dg(a) * da)
+
+
+def sin(x):
+    return _chain(x, math.sin, math.cos) if isinstance(x, MyDual) else math.sin(x)
+
+
+def cos(x):
+    return _chain(x, math.cos, lambda t: -math.sin(t)) if isinstance(x, MyDual) else math.cos(x)
+
+
+def exp(x):
+    return _chain(x, math.exp, math.exp) if isinstance(x, MyDual) else math.exp(x)
+
+
+def log(x):
+    return _chain(x, math.log, lambda t: 1 / t) if isinstance(x, MyDual) else math.log(x)
+"""
+
+
+def test_ps02_a_named_tuple_dual_unpacks_the_references_objects():
+    answers = {"dual_arithmetic": NAMED_TUPLE_WITH_SLIP, "elementary_functions": UNPACKING}
+    got = grade(PS02, answers, {"test_dual_arithmetic", "test_elementary_functions"}, 60)
+    assert [got["test_dual_arithmetic"][0], got["test_elementary_functions"][0]] == [0, 2], got
