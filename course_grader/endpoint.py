@@ -31,10 +31,14 @@ class Endpoint:
         self.debug = False  # print the tracebacks of failed requests (on stderr)
         # ``in_turn``: processes forked on this side (a process pool's workers calling the other
         # side's functions) share the pipes, where two would read each other's replies. One at a
-        # time waits for a reply: it holds a lock (POSIX: per process) on the pipe it writes to,
-        # and lets it go while its own code serves the other side meanwhile.
+        # time waits for a reply: it holds a lock (POSIX: per process) on the pipe it writes to.
+        # The process that made the channel lets it go while its own code serves the other side
+        # meanwhile (that code's workers may ask too, and it waits for them); a forked copy keeps
+        # it: a sibling's request taken meanwhile nested above its own on the other side, which
+        # then got a reply out of turn (ps02's gradient, one pass per worker, each calling back).
         self.in_turn = in_turn
         self.turn = {"pid": 0, "depth": 0}  # this process's requests under way
+        self.maker = os.getpid()
 
     def send(self, message: dict) -> None:
         self.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
@@ -112,8 +116,9 @@ class Endpoint:
             fcntl.lockf(self.writer.fileno(), fcntl.LOCK_UN)
 
     def _serve_in_turn(self, message: dict) -> Any:
-        """``serve(message)`` with the channel let go while it runs, held again for the reply."""
-        held = self.turn["depth"] if self.in_turn and self.turn["pid"] == os.getpid() else 0
+        """``serve(message)``, with the channel let go while it runs in the process that made it
+        (not in a forked copy), held again for the reply."""
+        held = self.turn["depth"] if self.in_turn and self.turn["pid"] == os.getpid() == self.maker else 0
         if held:
             self.turn["depth"] = 1
             self._let_go()

@@ -276,6 +276,8 @@ def _test(part: PartJob, theirs: dict[str, Any], verdict: Verdict, scratch: Path
                 run_trusted(cell["source"], f"<reference {cell['name']}>", namespace, quiet)
                 for name, value in namespace.items():
                     if before.get(name, _MISSING) is not value and not name.startswith("__"):
+                        if isinstance(value, type):  # the student's code makes its objects as a class's
+                            codec.reference_classes.add(id(value))
                         stand_ins.CHANNEL.request("setglobal", name=name, value=grant(value))
             lend_their_methods(namespace, theirs_before)  # their later cells' methods, as in Jupyter
         visible = io.StringIO()

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import builtins
 import io
-import re
 import signal
 import sys
 import types
 from typing import Any
 
+from course_grader.magics import without_magics
 from course_grader.protocol import Cell, CellOutcome, clip
 
 
@@ -63,6 +63,25 @@ def notebook_class(like: str) -> type | None:
     return current if isinstance(current, type) and (anew or issubclass(current, found)) else found
 
 
+METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2, property: 3}  # as the judge's KINDS reads them
+
+
+def class_methods(cls: Any) -> list:
+    """The functions, class and static methods and properties a class of the notebook's has (its own
+    and its bases', but Python's): [name as code points, kind, function (a property's getter)], kind
+    0 to 3. The judge lends them to a reference class that stands in for this one (their_methods)."""
+    found: dict[str, list] = {}
+    for klass in reversed(cls.__mro__) if isinstance(cls, type) else ():
+        if klass.__module__ == "builtins":
+            continue
+        for name, value in vars(klass).items():
+            kind = METHOD_KINDS.get(type(value))
+            if kind is not None:
+                function = value if kind == 0 else value.fget if kind == 3 else value.__func__
+                found[name] = [[ord(c) for c in name], kind, function]
+    return list(found.values())
+
+
 def freeze(bound: dict[str, Any], scope: dict[str, Any]) -> None:
     """What a set-up cell just bound, kept in ``scope`` as it is now: each of its functions
     rebuilt from the code it was compiled to, over ``scope`` instead of the notebook's
@@ -104,37 +123,11 @@ def set_up_functions(scope: dict[str, Any], theirs: set[str]):
     return lookup
 
 
-# Cell magics whose body is the cell's own Python: it runs as it would, unmeasured.
-PLAIN_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
-# IPython's help on a name (``np.argmin?``, ``??f``), which only shows a docstring.
-HELP_LINE = re.compile(r"[ \t]*(\?\??[A-Za-z_][\w.]*\*?|[A-Za-z_*][\w.*]*\?\??)[ \t]*")
-
-
 def display(*objects: Any, **options: Any) -> None:
     """IPython's ``display``, which Jupyter puts among the builtins: what it shows is not graded."""
 
 
 builtins.display = display  # type: ignore[attr-defined]
-
-
-def without_magics(source: str) -> str | None:
-    """``source`` with its IPython lines made plain Python, as far as they only measure, show or
-    install (``%timeit f(x)``, ``%matplotlib inline``, ``!pip install ...``, ``np.argmin?``: each
-    becomes ``pass``; a ``%%time`` first line is dropped, and ``%time <statement>`` runs the
-    statement, as Jupyter does, once); None if it has none, or one that computes."""
-    lines, changed = source.split("\n"), False
-    first = next((k for k, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].startswith("%%"):
-        if lines[first].split()[0] not in PLAIN_CELL_MAGICS:
-            return None
-        lines[first], changed = "", True
-    for k, line in enumerate(lines):
-        indent, statement = line[: len(line) - len(line.lstrip())], line.lstrip()
-        if statement.startswith("%time ") and statement[6:].strip():  # its assignment stays, as in Jupyter
-            lines[k], changed = indent + statement[6:].strip(), True
-        elif statement.startswith(("%", "!")) or HELP_LINE.fullmatch(line):
-            lines[k], changed = indent + "pass", True
-    return "\n".join(lines) if changed else None
 
 
 def run_cell(cell: Cell, timeout: float) -> CellOutcome:

@@ -14,6 +14,7 @@ import symtable
 import threading
 from dataclasses import dataclass, field
 
+from course_grader.magics import without_magics
 from course_grader.protocol import Cell
 
 # CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state, so two
@@ -89,14 +90,30 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
 UNCOMPILABLE = (SyntaxError, RecursionError)
 
 
+def as_run(source: str) -> str | None:
+    """A cell's source as the runner runs it: as it is, or else with its IPython lines made plain
+    (``%time plain = reference_descent(...)``, :func:`course_grader.notebook.run_cell`); None where
+    it does not compile. Read as it is, such a cell bound and used nothing: the test cell defining
+    ``reference_descent`` was left out, and a ps05 answer cell using it failed (0/3, 3/3 in Jupyter)."""
+    for text in (source, without_magics(source)):
+        if text is None:
+            return None
+        try:
+            parse(text)
+        except UNCOMPILABLE:
+            continue
+        return text
+    return None
+
+
 def bound_names(sources: list[str]) -> set[str]:
     """The top-level names these cells bind (definitions, assignments, imports)."""
     names: set[str] = set()
     for source in sources:
-        try:
-            tree = parse(source)
-        except UNCOMPILABLE:
+        text = as_run(source)
+        if text is None:
             continue
+        tree = parse(text)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
@@ -111,7 +128,7 @@ def bound_names(sources: list[str]) -> set[str]:
 def used_names(source: str) -> set[str]:
     """The global names a cell reads (at its top level or inside its functions and classes)."""
     try:
-        top = symtable.symtable(source, "<cell>", "exec")
+        top = symtable.symtable(as_run(source) or "", "<cell>", "exec")
     except UNCOMPILABLE:
         return set()
     names, tables = set(), [top]

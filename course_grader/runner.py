@@ -46,6 +46,7 @@ from course_grader.notebook import (  # noqa: E402
     NOTEBOOK,
     SETUP_ATTRIBUTES,
     SETUP_CLASSES,
+    class_methods,
     freeze,
     notebook_class,
     run_cell,
@@ -66,7 +67,10 @@ from course_grader.protocol import (  # noqa: E402
     abilities,
     convert,
 )
+from course_grader.reference_classes import StandsFor, stand_ins_of  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
+
+THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
 
 
 class Trusted:
@@ -95,11 +99,11 @@ class Trusted:
         try:
             return ask(self, "getattr", name=name)
         except AttributeError:
-            # Not on the judge's object: what the student's cells put on the notebook's class (a
-            # helper method, a class default such as ``Node.seen = False``), as in Jupyter.
+            # Not on the judge's object: what the student's cells put on the notebook's class or on
+            # course_lib's (a helper method, a class default such as ``Node.seen = False``), as in Jupyter.
             cls = self.__class__
             found: Any = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), MISSING)
-            if cls is Trusted or cls.__module__ != "__main__" or found is MISSING:
+            if issubclass(cls, Trusted) or cls.__module__.split(".")[0] not in THEIR_CLASSES or found is MISSING:
                 raise
             if isinstance(found, types.MemberDescriptorType):  # a slot of their subclass, never set here
                 raise
@@ -118,7 +122,10 @@ class Trusted:
     @property  # type: ignore[misc]  # isinstance() consults __class__
     def __class__(self) -> type:
         """The set-up cells' class (or course_lib's) the judge's object is an instance of, so
-        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted)."""
+        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted); an
+        object of a reference's class is of its class here (:mod:`course_grader.reference_classes`)."""
+        if isinstance(type(self), StandsFor):
+            return type(self)
         return notebook_class(object.__getattribute__(self, "_Trusted__like")) or Trusted
 
     def __instancecheck__(self, obj: Any) -> bool:
@@ -145,11 +152,11 @@ def stand_in(number: int, kind: str, like: str, able: str) -> Trusted:
     """The stand-in for the judge's object ``number``: with the protocol methods its class has
     (``able``, as the judge says) and those the student's cells gave the notebook's class."""
     cls = notebook_class(like or kind)
-    return _stand_in_class("".join(sorted({*able, *(abilities(cls) if cls else "")})))(number, kind, like)
+    return stand_in_class("".join(sorted({*able, *(abilities(cls) if cls else "")})))(number, kind, like)
 
 
 @functools.cache
-def _stand_in_class(able: str) -> type:
+def stand_in_class(able: str) -> type:
     methods = {ABILITIES[letter]: PROTOCOL[ABILITIES[letter]] for letter in able}
     if "c" in able:
         methods["__get__"] = _bind
@@ -187,7 +194,7 @@ def _theirs(proxy: Trusted, dunder: str, instead: str = "") -> Any:
     """The operator the student's cells gave the class of ``proxy``'s object, bound to it, or None;
     with ``instead``, theirs of that name where the class has no ``dunder`` (Python's fallback)."""
     cls = proxy.__class__
-    found = their_operator(cls, dunder, instead) if cls is not Trusted else None
+    found = their_operator(cls, dunder, instead) if not issubclass(cls, Trusted) else None
     return found.__get__(proxy, cls) if found is not None else None
 
 
@@ -369,24 +376,6 @@ def stand_by(message: dict) -> Any:
     raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
 
 
-METHOD_KINDS = {types.FunctionType: 0, classmethod: 1, staticmethod: 2}  # as the judge's KINDS reads them
-
-
-def class_methods(cls: Any) -> list:
-    """The functions, class and static methods a class of the notebook's has (its own and its
-    bases', but Python's): [name as code points, kind, function], kind 0, 1 or 2. The judge
-    lends them to a reference class that stands in for this one (course_grader.their_methods)."""
-    found: dict[str, list] = {}
-    for klass in reversed(cls.__mro__) if isinstance(cls, type) else ():
-        if klass.__module__ == "builtins":
-            continue
-        for name, value in vars(klass).items():
-            kind = METHOD_KINDS.get(type(value))
-            if kind is not None:
-                found[name] = [[ord(c) for c in name], kind, value if kind == 0 else value.__func__]
-    return list(found.values())
-
-
 def _release_free_memory() -> None:
     """Hand the C allocator's free memory back to the system (glibc's malloc_trim), so that a
     measured call starts from what the process holds, not from what it held once."""
@@ -435,7 +424,8 @@ def main() -> None:
         sys.argv[1:3] = [str(request_fd), str(reply_fd)]  # as the command line of a runner of its own
     else:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    JUDGE = Endpoint(request_fd, reply_fd, RunnerCodec("$h", "$r", stand_in, keep_proxies=True), serve, in_turn=True)
+    codec = RunnerCodec("$h", "$r", stand_ins_of(stand_in, stand_in_class), keep_proxies=True)
+    JUDGE = Endpoint(request_fd, reply_fd, codec, serve, in_turn=True)
     # This part's forks, not the zygote's.
     os.register_at_fork(after_in_parent=KEPT.mark_forked, after_in_child=KEPT.mark_forked)
     job = JUDGE.receive()

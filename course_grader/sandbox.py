@@ -64,6 +64,8 @@ RUNNER_MODULES = (
     "plain_data.py",
     "endpoint.py",
     "kept_reads.py",
+    "magics.py",
+    "reference_classes.py",
     "notebook.py",
     "no_programs.py",
     "zygote.py",

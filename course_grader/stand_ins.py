@@ -18,6 +18,7 @@ from typing import Any
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, abilities, convert
+from course_grader.reference_classes import A_CLASS
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 
@@ -200,8 +201,9 @@ class TheirMethod:
     """One of the student's own methods (a function on their class, put there by any of their
     cells) on the reference class that stands in for theirs (:mod:`course_grader.their_methods`):
     calling it calls their function in their process, with the arguments read-only there, as
-    their code would call it in Jupyter. Bound as a method, a class method or a static method
-    (``kind``), like the student's; never a data descriptor, so an instance's own attributes win."""
+    their code would call it in Jupyter. Bound as a method, a class method or a static method, or
+    read as a property (``kind``), like the student's; never a data descriptor, so an instance's own
+    attributes win."""
 
     __slots__ = ("function", "kind")
 
@@ -211,6 +213,8 @@ class TheirMethod:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if self.kind == "class":
             return types.MethodType(self, objtype if objtype is not None else type(obj))
+        if self.kind == "property":  # their getter, called on the object
+            return self if obj is None else self(obj)
         return self if obj is None or self.kind == "static" else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -271,6 +275,7 @@ class JudgeCodec(Codec):
         self.callable: set[int] = set()
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
+        self.reference_classes: set[int] = set()  # ids of the classes references made: classes there too
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
         self.text_size = 0  # characters of the strings in texts
@@ -301,7 +306,10 @@ class JudgeCodec(Codec):
     def kind(self, value: Any) -> list[str]:
         """The class of one of the judge's objects, where it is the course's (the notebook's or
         course_lib's), so that ``isinstance(node, Node)`` answers as in Jupyter there, and what
-        its class can do (:func:`course_grader.protocol.abilities`)."""
+        its class can do (:func:`course_grader.protocol.abilities`); a class a reference made is
+        said to be one, with what its objects can do (:mod:`course_grader.reference_classes`)."""
+        if id(value) in self.reference_classes:
+            return [A_CLASS, f"{value.__module__}.{value.__qualname__}", abilities(value)]
         names = described(value, ARITHMETIC)
         known = course_lib_class(names[-1]) or names[-1] in ARITHMETIC
         cls, like = (names + [""])[:2] if known else ("", "")

@@ -5,13 +5,14 @@ answer (``# grader: reference ...``), a class it defines (ps02's ``MyDual``) rep
 student's class of that name, for the test and for the student's later code. In Jupyter that
 later code would still find the methods the student's own cells gave their class: helpers of
 their own (``MyDual.reciprocal``), methods a later cell patched on (``MyDual.sin = _sin``), class
-and static methods (``MyDual.variable``). :func:`lend_their_methods` gives the reference class
-each of those it lacks, as a :class:`~course_grader.stand_ins.TheirMethod` that calls the
-student's function in their process, so one mistake costs its own part only.
+and static methods (``MyDual.variable``), properties (``MyDual.parts``, read through their
+getter). :func:`lend_their_methods` gives the reference class each of those it lacks, as a
+:class:`~course_grader.stand_ins.TheirMethod` that calls the student's function in their
+process, so one mistake costs its own part only.
 
 What is lent never changes how a test compares or counts: only names the reference class has
-nowhere (its own, its bases' and ``object``'s stay), only functions (no data descriptors, so an
-instance's attributes always win), and of Python's special names only the arithmetic
+nowhere (its own, its bases' and ``object``'s stay), only functions (a property lent as a getter
+only, no data descriptor, so an instance's attributes always win), and of Python's special names only the arithmetic
 operators, which the reference class lacks only where the solution never uses them. Equality,
 hashing, ordering, truth, conversions, attribute access, construction, iteration, copying and
 NumPy's hooks stay the reference's.
@@ -30,7 +31,7 @@ OPERATORS = frozenset(
     + [f"__r{name.rstrip('_')}__" for name in BINARY]
     + [f"__{name}__" for name in UNARY]
 )
-KINDS = {0: "function", 1: "class", 2: "static"}  # as the runner's "methods" reply numbers them
+KINDS = {0: "function", 1: "class", 2: "static", 3: "property"}  # as the runner's "methods" reply numbers them
 MAX_METHODS = 500  # of one class: more is not a notebook's class
 MAX_NAME = 100
 
@@ -79,5 +80,5 @@ def _method(entry: Any) -> tuple[str, str, Any]:
     if type(codes) is not list or any(type(c) is not int or not 0 < c < 0x110000 for c in codes):
         raise ProtocolError("a method's name is not a list of characters")
     if type(kind) is not int or kind not in KINDS:
-        raise ProtocolError("a method's kind is not 0, 1 or 2")
+        raise ProtocolError("a method's kind is not 0, 1, 2 or 3")
     return "".join(map(chr, codes)), KINDS[kind], function

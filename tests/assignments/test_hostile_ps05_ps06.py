@@ -64,8 +64,9 @@ def test_ps05_differences_are_not_a_backward_pass_and_honest_idioms_keep_their_p
 # ps05 part 1: forward mode on a dual number class of the student's, one tangent per coordinate,
 # f evaluated once (1/1, fair 0: no backward pass, no Value engine). The hidden test now checks that
 # f is handed Values. A subclass of Value with the same forward-mode arithmetic is taken for a Value
-# (README, "Claims about classes") and still passes: only a probe (a node whose backward the test
-# sets, as ps13 rebinds launch) could tell, which ps05's given cells do not have.
+# (README, "Claims about classes") and passed that check: the hidden test now also has a probe, a
+# node whose backward (set by the test) passes back twice its gradient, which forward mode misses
+# (test_hostile_ps02_ps05_ps06_third.py).
 OWN_DUAL = """
 import math
 
@@ -124,12 +125,7 @@ DUAL_POSING_AS_VALUE = OWN_DUAL.replace("class _D:", 'class _D(Value):\n    __sl
     "answer",
     [
         OWN_DUAL,
-        pytest.param(
-            DUAL_POSING_AS_VALUE,
-            marks=pytest.mark.xfail(
-                strict=True, reason="a Value subclass is taken for a Value (README: claims about classes)"
-            ),
-        ),
+        DUAL_POSING_AS_VALUE,
     ],
     ids=["own-dual-class", "dual-subclassing-value"],
 )
