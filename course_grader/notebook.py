@@ -9,6 +9,7 @@ import io
 import re
 import signal
 import sys
+import tokenize
 import types
 from typing import Any
 
@@ -112,13 +113,39 @@ def without_magics(source: str) -> str | None:
         if lines[first].split()[0] not in PLAIN_CELL_MAGICS:
             return None
         lines[first], changed = "", True
-    for k, line in enumerate(lines):
-        indent, statement = line[: len(line) - len(line.lstrip())], line.lstrip()
+    k = 0
+    while True:  # the first IPython line left at the start of a logical line, as IPython finds them
+        starts = _logical_starts("\n".join(lines))
+        k = next((j for j in sorted(starts) if k <= j < len(lines) and _is_magic(lines[j])), -1)
+        if k < 0:
+            return "\n".join(lines) if changed else None
+        indent, statement = lines[k][: len(lines[k]) - len(lines[k].lstrip())], lines[k].lstrip()
         if statement.startswith("%time ") and statement[6:].strip():  # its assignment stays, as in Jupyter
             lines[k], changed = indent + statement[6:].strip(), True
-        elif statement.startswith(("%", "!")) or HELP_LINE.fullmatch(line):
+        else:
             lines[k], changed = indent + "pass", True
-    return "\n".join(lines) if changed else None
+        k += 1
+
+
+def _is_magic(line: str) -> bool:
+    return line.lstrip().startswith(("%", "!")) or HELP_LINE.fullmatch(line) is not None
+
+
+def _logical_starts(source: str) -> set[int]:
+    """The lines (from 0) of ``source`` that begin a logical line: a line within brackets or a
+    string, or after a backslash (``!= b`` or ``% n`` of an expression black wrapped), is Python."""
+    starts, depth = {0}, 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.OP and token.string in ("(", "[", "{"):
+                depth += 1
+            elif token.type == tokenize.OP and token.string in (")", "]", "}"):
+                depth = max(0, depth - 1)
+            elif token.type == tokenize.NEWLINE or token.type == tokenize.NL and depth == 0:
+                starts.add(token.end[0])  # the next line's number from 0
+    except (tokenize.TokenError, SyntaxError):  # the rest of the cell after an error: as far as it went
+        pass
+    return starts
 
 
 def run_cell(cell: Cell, timeout: float) -> CellOutcome:

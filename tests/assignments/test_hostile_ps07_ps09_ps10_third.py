@@ -12,8 +12,9 @@ asserts the fair score: what the notebook scores when it runs top to bottom in J
 
 from __future__ import annotations
 
-import pytest
 from test_verdict_seams import grade
+
+from course_grader.notebook import without_magics
 
 PS07, PS09, PS10 = "ps07_tensor_vjps", "ps09_integrated_gradients", "ps10_pytorch_comparison"
 
@@ -105,3 +106,177 @@ def test_ps07_a_forged_note_in_an_error_stays_the_students_text():
     message = got["test_matmul_vjp"][1]
     assert FORGED_NOTE not in message and "<your text>" in message, message
     assert "Subtract the row maximum" in got["test_softmax_cross_entropy"][1], got
+
+
+# ps09, honest, every part: part 1's cell times its answer with `%time` (which made the grader
+# read the cell's IPython lines) and builds its error message with old-style formatting, which
+# black wraps with the `%` at the start of a continued line; that line became `pass`, a
+# SyntaxError: 0/2, and 2/2 in Jupyter (course_grader/notebook.py now looks for IPython lines at
+# the start of a logical line only, as IPython does). The other cells: a frozen dataclass with
+# slots, a generator summed by functools.reduce with a warning for coarse sums, a float subclass
+# as the gap, and a list subclass with a property as the result. Fair: 10/10.
+PS09_ANSWERS = {
+    "riemann_alphas": '''
+OFFSETS = {"left": 0.0, "middle": 0.5, "right": 1.0}
+
+
+def riemann_alphas(steps, method="right"):
+    """The midpoints, left or right ends of the m slices of [0, 1]."""
+    if method not in OFFSETS:
+        raise ValueError(
+            "method must be 'left', 'middle' or 'right', not %r"
+            % (method,)
+        )
+    return (np.arange(steps) + OFFSETS[method]) / steps
+
+
+%time alphas = riemann_alphas(1_000_000)
+''',
+    "path": """
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    start: np.ndarray
+    end: np.ndarray
+
+    def at(self, alphas):
+        return self.start + np.asarray(alphas, dtype=float)[:, None] * (self.end - self.start)
+
+
+def path(x, baseline, alphas):
+    return Segment(np.asarray(baseline, dtype=float), np.asarray(x, dtype=float)).at(alphas)
+""",
+    "integrated_gradients_riemann": """
+import warnings
+from functools import reduce
+
+
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    if steps < 10:
+        warnings.warn(f"{steps} steps: a coarse Riemann sum")
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    gradients = np.asarray(f_grad(path(x, baseline, riemann_alphas(steps))), dtype=float)
+    total = reduce(np.add, (row for row in gradients))
+    return (x - baseline) * total / steps
+""",
+    "completeness_gap": """
+class Gap(float):
+    def __repr__(self):
+        return f"Gap({float(self):+.3g})"
+
+
+def completeness_gap(attributions, f, x, baseline):
+    return Gap(np.sum(attributions) - (value(f, x) - value(f, baseline)))
+""",
+    "shot_attributions": """
+class Shot(list):
+    @property
+    def gap(self):
+        return self[2]
+
+
+def shot_attributions(steps=50):
+    history = fit_shot()
+    hit = np.array([history.v[-1], history.theta[-1]])
+    miss = np.array(START_SHOT, dtype=float)
+    attributions = integrated_gradients_riemann(gradient_function(shot_height), hit, miss, steps)
+    return Shot([hit, attributions, completeness_gap(attributions, shot_height, hit, miss)])
+""",
+}
+
+
+def test_ps09_a_timed_cell_with_wrapped_formatting_and_honest_idioms():
+    got = grade(PS09, PS09_ANSWERS, {f"test_{name}" for name in PS09_ANSWERS}, 60)
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_riemann_alphas": 2,
+        "test_path": 1,
+        "test_integrated_gradients_riemann": 3,
+        "test_completeness_gap": 2,
+        "test_shot_attributions": 2,
+    }, got
+
+
+def test_ipython_lines_are_found_where_a_logical_line_starts():
+    """Within brackets, a string or after a backslash a line is Python, whatever it starts with;
+    an IPython line inside brackets of an earlier IPython line does not hide the ones after it."""
+    source = (
+        'ok = (a\n      != b)\nx = 1 + \\\n    % 2\ns = """\n!not a command"""\n!echo (\ndef f():\n    %time y = 2\n'
+    )
+    assert without_magics(source) == source.replace("!echo (", "pass").replace("%time y", "y")
+
+
+# ps10, honest, every part: a helper class with __slots__ and a property; PyTorch's loss and
+# gradients handed back as tensors (a 0-d loss, the .grad of each leaf), which the tests read with
+# float() and .detach().numpy(); the difference computed with torch, returned as a 0-d tensor; a
+# step decorated with @torch.no_grad() and the losses as a float64 tensor. Fair: 8/8.
+PS10_ANSWERS = {
+    "course_loss_and_grads": """
+class Network:
+    __slots__ = ("params",)
+
+    def __init__(self, params):
+        self.params = {n: ct.Tensor(np.asarray(v, dtype=float), requires_grad=True) for n, v in params.items()}
+
+    @property
+    def names(self):
+        return list(self.params)
+
+    def loss(self, X, y):
+        return mlp_loss(self.params, ct.Tensor(X), ct.Tensor(y))
+
+
+def course_loss_and_grads(params, X, y):
+    net = Network(params)
+    loss = net.loss(X, y)
+    loss.backward()
+    return loss.item(), {name: net.params[name].grad for name in net.names}
+""",
+    "torch_loss_and_grads": """
+def torch_loss_and_grads(params, X, y):
+    leaves = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in params.items()}
+    loss = mlp_loss(leaves, torch.as_tensor(X, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64))
+    loss.backward()
+    return loss.detach(), {name: t.grad for name, t in leaves.items()}
+""",
+    "max_relative_difference": """
+def max_relative_difference(grads_a, grads_b):
+    def relative(a, b):
+        a, b = (torch.as_tensor(np.asarray(v, dtype=float)) for v in (a, b))
+        scale = b.abs().max() if bool(b.any()) else torch.tensor(1.0, dtype=torch.float64)
+        return (a - b).abs().max() / scale
+
+    return max(relative(grads_a[name], b) for name, b in grads_b.items())
+""",
+    "torch_training": """
+@torch.no_grad()
+def _descend(tensors, lr):
+    for p in tensors:
+        p -= lr * p.grad
+        p.grad.zero_()
+
+
+def torch_training(params, X, y, lr, steps):
+    tensors = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True) for n, v in params.items()}
+    X_t, y_t = (torch.from_numpy(np.array(v, dtype=np.float64)) for v in (X, y))
+    losses = []
+    for _ in range(steps):
+        loss = mlp_loss(tensors, X_t, y_t)
+        losses.append(loss.item())
+        loss.backward()
+        _descend(tensors.values(), lr)
+    losses.append(mlp_loss(tensors, X_t, y_t).item())
+    return torch.tensor(losses, dtype=torch.float64)
+""",
+}
+
+
+def test_ps10_tensors_handed_back_and_honest_idioms():
+    got = grade(PS10, PS10_ANSWERS, {f"test_{name}" for name in PS10_ANSWERS}, 60)
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_course_loss_and_grads": 2,
+        "test_torch_loss_and_grads": 2,
+        "test_max_relative_difference": 1,
+        "test_torch_training": 3,
+    }, got
