@@ -317,3 +317,17 @@ def torch_training(params, X, y, lr, steps):
 def test_ps10_training_on_sixteen_threads_keeps_its_points():
     got = grade(PS10, {"torch_training": TRAINING_ON_SIXTEEN_THREADS}, {"test_torch_training"}, 60)
     assert got["test_torch_training"][0] == 3, got
+
+
+# ps10 part 1, hostile: the answer is the set-up cell's reference itself. The test compares with
+# reference_course's bits (course_lib's, by course_lib.functional), so the reference under the
+# answer's name matches them exactly: 2/2, in Jupyter too; fair 0/2, no Tensor is made and no
+# backward() called by the student. The judge cannot tell a call of the reference from its lines
+# pasted (value_and_grad is course_lib's own), and rebinding reference_course while the answer
+# runs needs a `rebound` the notebook does not define (README, "Not guaranteed").
+@pytest.mark.xfail(strict=True, reason="the set-up cell's reference is course_lib's answer (README, Not guaranteed)")
+def test_ps10_the_set_up_reference_as_part_1_earns_nothing():
+    got = grade(
+        PS10, {"course_loss_and_grads": "course_loss_and_grads = reference_course\n"}, {"test_course_loss_and_grads"}
+    )
+    assert got["test_course_loss_and_grads"][0] == 0, got
