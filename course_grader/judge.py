@@ -78,7 +78,7 @@ from course_grader.test_tools import (
     student_side,
 )
 from course_grader.their_methods import lend_their_methods
-from course_grader.verdict_memo import VerdictMemo
+from course_grader.verdict_memo import VerdictMemo, ended_by_itself
 
 HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
 REFERENCE_MESSAGE = (
@@ -358,6 +358,29 @@ def _notebook_class(value: Any) -> bool:
 _MISSING = object()
 
 
+def _judged(part: PartJob, job: JudgeJob, warm: WarmSandbox, memo: VerdictMemo | None, run: str = "") -> Verdict:
+    """The verdict on ``part``, judged in a scratch folder of its own (or known to ``memo``)."""
+    scratch = Path(job["scratch"]) / (part["grade_id"] + run)
+    scratch.mkdir()
+    for name in os.listdir(job["files"]):
+        source = Path(job["files"]) / name
+        if source.is_file():
+            (scratch / name).write_bytes(source.read_bytes())
+    started = time.perf_counter()
+    key = memo.key(part) if memo else ""
+    if memo and (known := memo.get(key)):
+        return Verdict(**known)
+    verdict = judge_part(part, warm, scratch, float(job["cell_timeout"]))
+    if memo:
+        memo.put(key, asdict(verdict))
+    if DEBUG:
+        sys.stderr.write(
+            f"{part['grade_id']}{run}: {time.perf_counter() - started:.2f} s, "
+            f"{stand_ins.CHANNEL.counter} requests, {stand_ins.CHANNEL.served} served\n"
+        )
+    return verdict
+
+
 def main() -> None:
     job: JudgeJob = json.loads(sys.stdin.buffer.read())
     ANSWER_NAMES.update(job["names"])
@@ -383,25 +406,13 @@ def main() -> None:
         part["references"] = part["references"][needed[0] :] if needed else []
         part["cells"] = [c for c in part["cells"] if c["name"] not in skipped]
         notes = [f"not run: {skipped[c]}" for c in part["cell_names"] if c in skipped]
-        scratch = Path(job["scratch"]) / part["grade_id"]
-        scratch.mkdir()
-        for name in os.listdir(job["files"]):
-            source = Path(job["files"]) / name
-            if source.is_file():
-                (scratch / name).write_bytes(source.read_bytes())
-        started = time.perf_counter()
-        key = memo.key(part) if memo else ""
-        if memo and (known := memo.get(key)):
-            verdict = Verdict(**known)
-        else:
-            verdict = judge_part(part, warm, scratch, float(job["cell_timeout"]))
-            if memo:
-                memo.put(key, asdict(verdict))
-        if DEBUG:
-            sys.stderr.write(
-                f"{part['grade_id']}: {time.perf_counter() - started:.2f} s, "
-                f"{stand_ins.CHANNEL.counter} requests, {stand_ins.CHANNEL.served} served\n"
-            )
+        verdict = _judged(part, job, warm, memo)
+        if part["references"] and not verdict.passed and ended_by_itself(asdict(verdict)):
+            # The student's later code may be written for its own earlier answer (one that returns
+            # more than its part asks, and failed that part), which the references replaced: the
+            # part is also graded with the student's own answers, as in Jupyter.
+            own = _judged({**part, "references": []}, job, warm, memo, " own")
+            verdict = own if own.passed else verdict
         verdict.notes = notes + verdict.notes
         for cell in verdict.timed_out_cells:
             skipped[cell] = f"the cell '{cell}' timed out while {part['grade_id']} was graded"

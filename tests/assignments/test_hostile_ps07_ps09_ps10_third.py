@@ -109,6 +109,40 @@ def test_ps07_a_forged_note_in_an_error_stays_the_students_text():
     assert "Subtract the row maximum" in got["test_softmax_cross_entropy"][1], got
 
 
+# ps07 parts 4 and 5, honest with one mistake: softmax_cross_entropy also returns the
+# probabilities (for the accuracy), so part 4's test cannot unpack it (0/3, as in Jupyter), and
+# linear_classifier is written for that answer. Part 5 ran on the course's reference instead,
+# which returns two values: 0/2, where Jupyter gives 2/2 (the student's own answer is right for
+# it). A part whose references fail it is now graded with the student's own answers too
+# (course_grader/judge.py), so the mistake costs its own part only. Fair: 0/3 and 2/2.
+PROBABILITIES_TOO = {
+    "softmax_cross_entropy": """
+def softmax_cross_entropy(logits, labels):
+    # the mean loss, its gradient and the probabilities (for the accuracy)
+    N = logits.shape[0]
+    rows = np.arange(N)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    probs = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    dlogits = probs.copy()
+    dlogits[rows, labels] -= 1.0
+    return float(-np.log(probs[rows, labels]).mean()), dlogits / N, probs
+""",
+    "linear_classifier": """
+def linear_classifier(X, W, b, labels):
+    loss, dlogits, probs = softmax_cross_entropy(X @ W + b, labels)
+    return loss, matmul_vjp(dlogits, X, W)[1], unbroadcast(dlogits, b.shape)
+""",
+}
+
+
+def test_ps07_a_later_part_written_for_an_earlier_answer_keeps_its_points():
+    got = grade(PS07, PROBABILITIES_TOO, {"test_softmax_cross_entropy", "test_linear_classifier"})
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_softmax_cross_entropy": 0,
+        "test_linear_classifier": 2,
+    }, got
+
+
 # ps09, honest, every part: part 1's cell times its answer with `%time` (which made the grader
 # read the cell's IPython lines) and builds its error message with old-style formatting, which
 # black wraps with the `%` at the start of a continued line; that line became `pass`, a
