@@ -113,39 +113,37 @@ def without_magics(source: str) -> str | None:
         if lines[first].split()[0] not in PLAIN_CELL_MAGICS:
             return None
         lines[first], changed = "", True
-    k = 0
-    while True:  # the first IPython line left at the start of a logical line, as IPython finds them
-        starts = _logical_starts("\n".join(lines))
-        k = next((j for j in sorted(starts) if k <= j < len(lines) and _is_magic(lines[j])), -1)
-        if k < 0:
-            return "\n".join(lines) if changed else None
-        indent, statement = lines[k][: len(lines[k]) - len(lines[k].lstrip())], lines[k].lstrip()
-        if statement.startswith("%time ") and statement[6:].strip():  # its assignment stays, as in Jupyter
-            lines[k], changed = indent + statement[6:].strip(), True
-        else:
-            lines[k], changed = indent + "pass", True
-        k += 1
+    plain = _plain_lines(lines)
+    return "\n".join(plain) if changed or plain != lines else None
 
 
-def _is_magic(line: str) -> bool:
-    return line.lstrip().startswith(("%", "!")) or HELP_LINE.fullmatch(line) is not None
+def _plain_lines(lines: list[str]) -> list[str]:
+    """``lines`` with each IPython line that starts a logical line made Python, as IPython finds
+    them: a line within brackets or a string, or after a backslash (``!= b`` or ``% n`` of an
+    expression black wrapped), is Python. Each line is looked at as the tokenizer reads it."""
+    plain, read, start, depth = list(lines), 0, True, 0
 
+    def readline() -> str:
+        nonlocal read
+        if read == len(plain):
+            return ""
+        line, read = plain[read], read + 1
+        indent, statement = line[: len(line) - len(line.lstrip())], line.lstrip()
+        if start and statement.startswith("%time ") and statement[6:].strip():
+            plain[read - 1] = indent + statement[6:].strip()  # its assignment stays, as in Jupyter
+        elif start and (statement.startswith(("%", "!")) or HELP_LINE.fullmatch(line)):
+            plain[read - 1] = indent + "pass"
+        return plain[read - 1] + "\n"
 
-def _logical_starts(source: str) -> set[int]:
-    """The lines (from 0) of ``source`` that begin a logical line: a line within brackets or a
-    string, or after a backslash (``!= b`` or ``% n`` of an expression black wrapped), is Python."""
-    starts, depth = {0}, 0
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.OP and token.string in ("(", "[", "{"):
-                depth += 1
-            elif token.type == tokenize.OP and token.string in (")", "]", "}"):
-                depth = max(0, depth - 1)
-            elif token.type == tokenize.NEWLINE or token.type == tokenize.NL and depth == 0:
-                starts.add(token.end[0])  # the next line's number from 0
-    except (tokenize.TokenError, SyntaxError):  # the rest of the cell after an error: as far as it went
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.OP and token.string in ("(", "[", "{", ")", "]", "}"):
+                depth = max(0, depth + (1 if token.string in "([{" else -1))
+            # Whether the line the tokenizer reads next starts a logical line.
+            start = token.type == tokenize.NEWLINE or token.type == tokenize.NL and depth == 0
+    except (tokenize.TokenError, SyntaxError):  # a cell Python cannot read further: as far as it went
         pass
-    return starts
+    return plain
 
 
 def run_cell(cell: Cell, timeout: float) -> CellOutcome:
