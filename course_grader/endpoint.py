@@ -96,9 +96,9 @@ class Endpoint:
                     if type(error) is not dict:
                         raise ProtocolError("a malformed error")
                     kind, text = clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", "")))
-                    # The other side's own words, noted by the codec as such (decoded): a hidden test
-                    # that quotes the error in its message (f"...: {error}") shows the student's as
-                    # <your text>; a builtin exception's name is Python's.
+                    # The other side's own words, noted by the codec as such (decoded): a test's
+                    # message that quotes the error (f"...: {error}") shows a student's as
+                    # <your text> where texts are withheld; a builtin exception's name is Python's.
                     kind = kind if kind in BUILTIN_ERRORS else self.codec.decode(kind)
                     raise rebuild_error(kind, self.codec.decode(text))
                 if write_back and type(message.get("changed")) is list:
