@@ -4,8 +4,10 @@ test_hostile_ps03_ps10*.py.
 
 What this pass found: a student's exception text that a test quotes in its own message reached
 the hidden feedback as the test's words; an IPython line in a cell made Python lines that black
-wraps (``!= b``, ``% n`` at the start of a continued line) into ``pass``; and an honest
-``torch.set_num_threads(16)`` ends the part's process (a strict xfail). Each case grades a crafted
+wraps (``!= b``, ``% n`` at the start of a continued line) into ``pass``; a later answer written
+for the student's own earlier one failed on that one's reference; an honest
+``torch.set_num_threads(16)`` ends the part's process, and ps10's part 1 may be the set-up's
+reference itself (two strict xfails). Each case grades a crafted
 hand-in in the real sandbox (``grade`` of test_verdict_seams.py), one grading run each, and
 asserts the fair score: what the notebook scores when it runs top to bottom in Jupyter.
 """
@@ -240,6 +242,60 @@ def test_ipython_lines_are_found_where_a_logical_line_starts():
         'ok = (a\n      != b)\nx = 1 + \\\n    % 2\ns = """\n!not a command"""\n!echo (\ndef f():\n    %time y = 2\n'
     )
     assert without_magics(source) == source.replace("!echo (", "pass").replace("%time y", "y")
+
+
+# ps09, honest (held): the gradients along the path taken by a fork process pool, each worker
+# calling f_grad on its chunk of points (its requests take turns on the runner's pipe: the fork
+# lock of course_grader/endpoint.py), and the model's values cached per model in a
+# WeakKeyDictionary (the test's function stands in by one object on the student's side). Fair:
+# 3/3, 2/2 and 2/2.
+PS09_POOL_AND_CACHE = {
+    "integrated_gradients_riemann": """
+import multiprocessing
+
+_F_GRAD = [None]
+
+
+def _gradients(chunk):
+    return np.asarray(_F_GRAD[0](chunk), dtype=float)
+
+
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    points = baseline + (np.arange(1, steps + 1) / steps)[:, None] * (x - baseline)
+    _F_GRAD[0] = f_grad
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        grads = np.concatenate(pool.map(_gradients, np.array_split(points, 2)))
+    return (x - baseline) * grads.mean(axis=0)
+""",
+    "completeness_gap": """
+import weakref
+
+_VALUES = weakref.WeakKeyDictionary()
+
+
+def _value(f, point):
+    cache = _VALUES.setdefault(f, {})
+    key = np.asarray(point, dtype=float).tobytes()
+    if key not in cache:
+        cache[key] = value(f, point)
+    return cache[key]
+
+
+def completeness_gap(attributions, f, x, baseline):
+    return float(np.sum(attributions) - (_value(f, x) - _value(f, baseline)))
+""",
+}
+
+
+def test_ps09_a_process_pool_and_a_cache_per_model_keep_their_points():
+    parts = {"test_integrated_gradients_riemann", "test_completeness_gap", "test_shot_attributions"}
+    got = grade(PS09, PS09_POOL_AND_CACHE, parts, 60)
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_integrated_gradients_riemann": 3,
+        "test_completeness_gap": 2,
+        "test_shot_attributions": 2,
+    }, got
 
 
 # ps10, honest, every part: a helper class with __slots__ and a property; PyTorch's loss and
