@@ -25,7 +25,8 @@ A part that an earlier part's mistake would spoil (``# grader: reference <grade 
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
 objects: the student's process is asked to use them but never receives their code. A class a
 reference makes in place of the student's gets the student's own methods it lacks
-(:mod:`course_grader.their_methods`), as their class had them in Jupyter.
+(:mod:`course_grader.their_methods`), as their class had them in Jupyter. A part that fails with
+the references is judged again with the student's own answers, as Jupyter runs it.
 
 Run as ``python -m course_grader.judge`` by :func:`course_grader.handin.grade_hand_in`: the
 job arrives on stdin, the results leave on stdout (JSON).
