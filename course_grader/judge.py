@@ -26,7 +26,8 @@ its hidden test) runs those parts' reference solutions here, in the judge, on th
 objects: the student's process is asked to use them but never receives their code. A class a
 reference makes in place of the student's gets the student's own methods it lacks
 (:mod:`course_grader.their_methods`), as their class had them in Jupyter. A part that fails with
-the references is judged again with the student's own answers, as Jupyter runs it.
+the references by an error of the student's code is judged again with the student's own answers,
+as Jupyter runs it.
 
 Run as ``python -m course_grader.judge`` by :func:`course_grader.handin.grade_hand_in`: the
 job arrives on stdin, the results leave on stdout (JSON).
@@ -408,10 +409,11 @@ def main() -> None:
         part["cells"] = [c for c in part["cells"] if c["name"] not in skipped]
         notes = [f"not run: {skipped[c]}" for c in part["cell_names"] if c in skipped]
         verdict = _judged(part, job, warm, memo)
-        if part["references"] and not verdict.passed and ended_by_itself(asdict(verdict)):
-            # The student's later code may be written for its own earlier answer (one that returns
-            # more than its part asks, and failed that part), which the references replaced: the
-            # part is also graded with the student's own answers, as in Jupyter.
+        if part["references"] and not verdict.passed and not verdict.in_test_code and ended_by_itself(asdict(verdict)):
+            # The student's later code raised on the references: it may be written for its own
+            # earlier answer (one that returns more than its part asks, and failed that part). The
+            # part is also graded with the student's own answers, as in Jupyter. Where the test's
+            # own check failed (ps13: an engine of theirs that trains nothing), the verdict stays.
             own = _judged({**part, "references": []}, job, warm, memo, " own")
             verdict = own if own.passed else verdict
         verdict.notes = notes + verdict.notes

@@ -5,11 +5,12 @@ test_hostile_ps03_ps10*.py.
 What this pass found: a student's exception text that a test quotes in its own message reached
 the hidden feedback as the test's words; an IPython line in a cell made Python lines that black
 wraps (``!= b``, ``% n`` at the start of a continued line) into ``pass``; a later answer written
-for the student's own earlier one failed on that one's reference; an honest
-``torch.set_num_threads(16)`` ends the part's process, and ps10's part 1 may be the set-up's
-reference itself (two strict xfails). Each case grades a crafted
-hand-in in the real sandbox (``grade`` of test_verdict_seams.py), one grading run each, and
-asserts the fair score: what the notebook scores when it runs top to bottom in Jupyter.
+for the student's own earlier one failed on that one's reference (fixed where it raises there; one
+that computes other numbers is a strict xfail); an honest ``torch.set_num_threads(16)`` ends the
+part's process, and ps10's part 1 may be the set-up's reference itself (two more strict xfails).
+Each case grades a crafted hand-in in the real sandbox (``grade`` of test_verdict_seams.py), one
+grading run each, and asserts the fair score: what the notebook scores when it runs top to bottom
+in Jupyter.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def test_ps07_a_forged_note_in_an_error_stays_the_students_text():
 # probabilities (for the accuracy), so part 4's test cannot unpack it (0/3, as in Jupyter), and
 # linear_classifier is written for that answer. Part 5 ran on the course's reference instead,
 # which returns two values: 0/2, where Jupyter gives 2/2 (the student's own answer is right for
-# it). A part whose references fail it is now graded with the student's own answers too
-# (course_grader/judge.py), so the mistake costs its own part only. Fair: 0/3 and 2/2.
+# it). A part whose code raises on the references is now graded with the student's own answers
+# too (course_grader/judge.py), so the mistake costs its own part only. Fair: 0/3 and 2/2.
 PROBABILITIES_TOO = {
     "softmax_cross_entropy": """
 def softmax_cross_entropy(logits, labels):
@@ -142,6 +143,41 @@ def test_ps07_a_later_part_written_for_an_earlier_answer_keeps_its_points():
     assert {part: points for part, (points, _) in got.items()} == {
         "test_softmax_cross_entropy": 0,
         "test_linear_classifier": 2,
+    }, got
+
+
+# ps09 parts 3 and 5, honest with one mistake: integrated_gradients_riemann also returns the path's
+# points, as captum returns a delta beside its attributions (0/3, as in Jupyter), and
+# shot_attributions is written for that answer. On the course's reference, which returns the
+# attributions alone, its unpacking `attributions, _ = ...` takes the two attributions apart
+# without an error, and the test's own check fails: 0/2, where Jupyter gives 2/2. The part is
+# judged again with the student's own answers only where their code raised on the references: a
+# check of the test that fails may be the reference catching the student's code (ps13: an engine
+# of theirs that trains nothing), which the judge cannot tell from this (README, "Not guaranteed").
+POINTS_TOO = {
+    "integrated_gradients_riemann": """
+def integrated_gradients_riemann(f_grad, x, baseline, steps):
+    x, baseline = np.asarray(x, dtype=float), np.asarray(baseline, dtype=float)
+    points = path(x, baseline, riemann_alphas(steps))
+    return (x - baseline) * np.asarray(f_grad(points), dtype=float).mean(axis=0), points
+""",
+    "shot_attributions": """
+def shot_attributions(steps=50):
+    history = fit_shot()
+    hit = np.array([history.v[-1], history.theta[-1]])
+    miss = np.array(START_SHOT)
+    attributions, _ = integrated_gradients_riemann(gradient_function(shot_height), hit, miss, steps)
+    return hit, attributions, completeness_gap(attributions, shot_height, hit, miss)
+""",
+}
+
+
+@pytest.mark.xfail(strict=True, reason="the reference's output unpacked without an error (README, Not guaranteed)")
+def test_ps09_a_later_part_that_unpacks_the_reference_keeps_its_points():
+    got = grade(PS09, POINTS_TOO, {"test_integrated_gradients_riemann", "test_shot_attributions"})
+    assert {part: points for part, (points, _) in got.items()} == {
+        "test_integrated_gradients_riemann": 0,
+        "test_shot_attributions": 2,
     }, got
 
 
