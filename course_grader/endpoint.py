@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 
 from course_grader.plain_data import Codec, checked_list
-from course_grader.protocol import MAX_MESSAGE, MAX_VALUES, ChannelClosed, ProtocolError, clip, rebuild_error
+from course_grader.protocol import (
+    BUILTIN_ERRORS,
+    MAX_MESSAGE,
+    MAX_VALUES,
+    ChannelClosed,
+    ProtocolError,
+    clip,
+    rebuild_error,
+)
 
 Handler = Callable[[dict], Any]
 
@@ -92,7 +100,11 @@ class Endpoint:
                     if type(error) is not dict:
                         raise ProtocolError("a malformed error")
                     kind, text = clip(str(error.get("type", "Error")), 100), clip(str(error.get("message", "")))
-                    raise rebuild_error(kind, text)
+                    # The other side's own words, noted by the codec as such (decoded): a test's
+                    # message that quotes the error (f"...: {error}") shows a student's as
+                    # <your text> where texts are withheld; a builtin exception's name is Python's.
+                    kind = kind if kind in BUILTIN_ERRORS else self.codec.decode(kind)
+                    raise rebuild_error(kind, self.codec.decode(text))
                 if write_back and type(message.get("changed")) is list:
                     self._write_back(write_back, message["changed"])
                 return self.codec.decode(message.get("value"))

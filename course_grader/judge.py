@@ -25,7 +25,9 @@ A part that an earlier part's mistake would spoil (``# grader: reference <grade 
 its hidden test) runs those parts' reference solutions here, in the judge, on the student's
 objects: the student's process is asked to use them but never receives their code. A class a
 reference makes in place of the student's gets the student's own methods it lacks
-(:mod:`course_grader.their_methods`), as their class had them in Jupyter.
+(:mod:`course_grader.their_methods`), as their class had them in Jupyter. A part that fails with
+the references by an error of the student's code is judged again with the student's own answers,
+as Jupyter runs it.
 
 Run as ``python -m course_grader.judge`` by :func:`course_grader.handin.grade_hand_in`: the
 job arrives on stdin, the results leave on stdout (JSON).
@@ -78,7 +80,7 @@ from course_grader.test_tools import (
     student_side,
 )
 from course_grader.their_methods import lend_their_methods
-from course_grader.verdict_memo import VerdictMemo
+from course_grader.verdict_memo import VerdictMemo, ended_by_itself
 
 HIDDEN_MESSAGE = "raised during the hidden tests (a message is shown only when the test itself wrote it)"
 REFERENCE_MESSAGE = (
@@ -360,6 +362,29 @@ def _notebook_class(value: Any) -> bool:
 _MISSING = object()
 
 
+def _judged(part: PartJob, job: JudgeJob, warm: WarmSandbox, memo: VerdictMemo | None, run: str = "") -> Verdict:
+    """The verdict on ``part``, judged in a scratch folder of its own (or known to ``memo``)."""
+    scratch = Path(job["scratch"]) / (part["grade_id"] + run)
+    scratch.mkdir()
+    for name in os.listdir(job["files"]):
+        source = Path(job["files"]) / name
+        if source.is_file():
+            (scratch / name).write_bytes(source.read_bytes())
+    started = time.perf_counter()
+    key = memo.key(part) if memo else ""
+    if memo and (known := memo.get(key)):
+        return Verdict(**known)
+    verdict = judge_part(part, warm, scratch, float(job["cell_timeout"]))
+    if memo:
+        memo.put(key, asdict(verdict))
+    if DEBUG:
+        sys.stderr.write(
+            f"{part['grade_id']}{run}: {time.perf_counter() - started:.2f} s, "
+            f"{stand_ins.CHANNEL.counter} requests, {stand_ins.CHANNEL.served} served\n"
+        )
+    return verdict
+
+
 def main() -> None:
     job: JudgeJob = json.loads(sys.stdin.buffer.read())
     ANSWER_NAMES.update(job["names"])
@@ -385,25 +410,14 @@ def main() -> None:
         part["references"] = part["references"][needed[0] :] if needed else []
         part["cells"] = [c for c in part["cells"] if c["name"] not in skipped]
         notes = [f"not run: {skipped[c]}" for c in part["cell_names"] if c in skipped]
-        scratch = Path(job["scratch"]) / part["grade_id"]
-        scratch.mkdir()
-        for name in os.listdir(job["files"]):
-            source = Path(job["files"]) / name
-            if source.is_file():
-                (scratch / name).write_bytes(source.read_bytes())
-        started = time.perf_counter()
-        key = memo.key(part) if memo else ""
-        if memo and (known := memo.get(key)):
-            verdict = Verdict(**known)
-        else:
-            verdict = judge_part(part, warm, scratch, float(job["cell_timeout"]))
-            if memo:
-                memo.put(key, asdict(verdict))
-        if DEBUG:
-            sys.stderr.write(
-                f"{part['grade_id']}: {time.perf_counter() - started:.2f} s, "
-                f"{stand_ins.CHANNEL.counter} requests, {stand_ins.CHANNEL.served} served\n"
-            )
+        verdict = _judged(part, job, warm, memo)
+        if part["references"] and not verdict.passed and not verdict.in_test_code and ended_by_itself(asdict(verdict)):
+            # The student's later code raised on the references: it may be written for its own
+            # earlier answer (one that returns more than its part asks, and failed that part). The
+            # part is also graded with the student's own answers, as in Jupyter. Where the test's
+            # own check failed (ps13: an engine of theirs that trains nothing), the verdict stays.
+            own = _judged({**part, "references": []}, job, warm, memo, " own")
+            verdict = own if own.passed else verdict
         verdict.notes = notes + verdict.notes
         for cell in verdict.timed_out_cells:
             skipped[cell] = f"the cell '{cell}' timed out while {part['grade_id']} was graded"

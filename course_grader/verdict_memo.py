@@ -66,12 +66,16 @@ class VerdictMemo:
             return None
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
-        ended_by_itself = not (
-            verdict["crashed_cell"] or verdict["timed_out_cells"] or verdict["process_end"] or verdict["machinery"]
-        )
-        if not ended_by_itself or verdict["error"] == "Timeout":  # a test's own time-out: the load's?
+        if not ended_by_itself(verdict):
             return
         handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
         with os.fdopen(handle, "w") as out:
             json.dump(verdict, out)
         os.replace(temporary, self.folder / f"{key}.json")  # whole or absent, for a judge reading beside
+
+
+def ended_by_itself(verdict: dict[str, Any]) -> bool:
+    """Whether a part's process ended on its own and its test in time (a time-out, a crash or a
+    failure of the machinery may come from the machine's load)."""
+    stopped = verdict["crashed_cell"] or verdict["timed_out_cells"] or verdict["process_end"] or verdict["machinery"]
+    return not stopped and verdict["error"] != "Timeout"  # a test's own time-out: the load's?
