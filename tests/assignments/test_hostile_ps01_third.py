@@ -1,0 +1,59 @@
+"""ps01 (finite differences), a third red-team pass: honest idioms and shortcuts the first two
+passes (test_hostile_ps01_ps04.py, test_hostile_ps01_ps04_again.py) left untried.
+
+One grading run per fixture (``grade`` of test_verdict_seams.py, in the real sandbox); each part
+must score what the notebook earns when it runs top to bottom in Jupyter (a plain kernel, hidden
+tests included), or less where it passes only by skipping the part's work.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_verdict_seams import grade
+
+PS01 = "ps01_finite_differences"
+ALL_PARTS = {
+    "test_forward_difference",
+    "test_central_difference",
+    "test_gradient_fd",
+    "test_gradient_fd_leaves_x_alone",
+    "test_best_step",
+    "test_observed_order",
+}
+
+# Honest: the forward difference taken in extended precision against round-off (np.longdouble).
+# Graded 0/2 before ("a value nested deeper than 64 levels cannot be sent": a long double's
+# item() is a long double, which the codec sent as its item() again); 2/2 in Jupyter.
+LONG_DOUBLE = """def forward_difference(f, x, h):
+    x, h = np.longdouble(x), np.longdouble(h)  # extended precision against round-off
+    return (f(x + h) - f(x)) / h
+"""
+
+# Shortcut: a gradient_fd that computes nothing leaves x alone. It scored the point of
+# test_gradient_fd_leaves_x_alone (1/1, in Jupyter too), whose tests never looked at what it
+# returned; the hidden test now asks for the gradient too (to 0.05, any central or one-sided
+# difference, in any shape). Fair: 0/1 (and 0/2 on test_gradient_fd).
+NO_WORK_GRADIENT = """def gradient_fd(f, x, h=1e-6):
+    return np.zeros(x.shape)  # no work at all
+"""
+
+
+@pytest.fixture(scope="module")
+def first():
+    answers = {"forward_difference": LONG_DOUBLE, "gradient_fd": NO_WORK_GRADIENT}
+    return grade(PS01, answers, ALL_PARTS, 60)
+
+
+def test_ps01_a_long_double_crosses_as_its_float(first):
+    assert first["test_forward_difference"][0] == 2, first
+
+
+def test_ps01_a_gradient_that_computes_nothing_earns_no_point_for_leaving_x_alone(first):
+    assert first["test_gradient_fd"][0] == 0, first
+    points, message = first["test_gradient_fd_leaves_x_alone"]
+    assert points == 0 and "did not return the gradient" in message, first
+
+
+def test_ps01_the_other_parts_keep_their_points(first):
+    for part in ("test_central_difference", "test_best_step", "test_observed_order"):
+        assert first[part][0] > 0, first
