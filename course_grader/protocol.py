@@ -43,6 +43,9 @@ BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "a
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
 CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array")
+# The one kind of Python's own attributes the runner may read of the judge's objects: a function's
+# name, which honest code prints (``print(f"{f.__name__} at {x}")``).
+NAMES = ("__name__", "__qualname__")
 
 # Events of the runner while it runs the cells (before it serves requests).
 CELL_START = "cell-start"

@@ -53,7 +53,7 @@ from course_grader.notebook import (  # noqa: E402
     their_operator,
 )
 from course_grader.plain_data import Codec, described  # noqa: E402
-from course_grader.protocol import BINARY, CELL_END, CELL_START, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
+from course_grader.protocol import BINARY, CELL_END, CELL_START, NAMES, READY, SETUP_FAILED, UNARY, convert  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 
@@ -82,7 +82,7 @@ class Trusted:
         own = object.__getattribute__(self, "_Trusted__own")
         if name in own:
             return own[name]
-        if name.startswith("__"):  # Python's own probes (__array_struct__ ...): the judge shows none
+        if name.startswith("__") and name not in NAMES:  # Python's probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         try:
             return ask(self, "getattr", name=name)

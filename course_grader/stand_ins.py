@@ -17,7 +17,7 @@ from typing import Any
 
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, convert
+from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, NAMES, UNARY, ProtocolError, convert
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
 
@@ -403,7 +403,7 @@ def _serve(message: dict) -> Any:
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
         name = str(message.get("name"))
-        if name.startswith(HIDDEN_ATTRIBUTES):
+        if name.startswith(HIDDEN_ATTRIBUTES) and not _public_name(target, name):
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
@@ -425,6 +425,16 @@ def _serve(message: dict) -> Any:
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
+
+
+def _public_name(target: Any, name: str) -> bool:
+    """Whether the student's code may read ``name`` of ``target``: a function's name (honest code
+    prints it), but for one a hidden test defines, whose name is the hidden test's own text."""
+    if name not in NAMES:
+        return False
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    hidden = isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
+    return not hidden or getattr(target, name, None) == "<lambda>"
 
 
 def _from_reference(target: Any) -> bool:

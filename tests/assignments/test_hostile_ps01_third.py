@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from test_verdict_seams import grade
 
+from course_grader.stand_ins import _public_name
+
 PS01 = "ps01_finite_differences"
 ALL_PARTS = {
     "test_forward_difference",
@@ -37,10 +39,28 @@ NO_WORK_GRADIENT = """def gradient_fd(f, x, h=1e-6):
     return np.zeros(x.shape)  # no work at all
 """
 
+# Honest: the names of the functions the test hands over, printed (f.__name__, method.__qualname__).
+# Graded 0/2 and 0/1 before ("AttributeError: __name__": the runner asked the judge for no
+# attribute of Python's own); 2/2 and 1/1 in Jupyter. A function's name is now read, but for a
+# function a hidden test defines under a name of its own (the hidden test's text).
+NAMES_PRINTED = """def best_step(f, x, f_prime, hs, method):
+    print(f"best step for {method.__name__} on {f.__name__}")
+    return min(hs, key=lambda h: abs(method(f, x, h) - f_prime))
+"""
+QUALNAME_LOGGED = """import logging
+
+
+def observed_order(f, x, f_prime, method, h):
+    logging.getLogger("ps01").info("order of %s", method.__qualname__)
+    coarse, fine = (abs(method(f, x, s) - f_prime) for s in (h, h / 10))
+    return np.log10(coarse / fine)
+"""
+
 
 @pytest.fixture(scope="module")
 def first():
     answers = {"forward_difference": LONG_DOUBLE, "gradient_fd": NO_WORK_GRADIENT}
+    answers |= {"best_step": NAMES_PRINTED, "observed_order": QUALNAME_LOGGED}
     return grade(PS01, answers, ALL_PARTS, 60)
 
 
@@ -54,6 +74,18 @@ def test_ps01_a_gradient_that_computes_nothing_earns_no_point_for_leaving_x_alon
     assert points == 0 and "did not return the gradient" in message, first
 
 
+def test_ps01_the_names_of_the_tests_functions_can_be_printed(first):
+    assert (first["test_best_step"][0], first["test_observed_order"][0]) == (2, 1), first
+
+
 def test_ps01_the_other_parts_keep_their_points(first):
-    for part in ("test_central_difference", "test_best_step", "test_observed_order"):
-        assert first[part][0] > 0, first
+    assert first["test_central_difference"][0] == 2, first
+
+
+def test_a_hidden_tests_own_function_names_stay_in_the_judge():
+    """A lambda's name is '<lambda>' everywhere; a function a hidden test names is its text."""
+    scope: dict = {}
+    exec(compile("def probe_twice(t):\n    return t\nsquare = lambda t: t * t\n", "<hidden test>", "exec"), scope)
+    exec(compile("def given(t):\n    return t\n", "<set-up tools>", "exec"), scope)
+    assert _public_name(scope["square"], "__name__") and _public_name(scope["given"], "__qualname__")
+    assert not _public_name(scope["probe_twice"], "__name__") and not _public_name(scope["given"], "__globals__")
