@@ -8,9 +8,12 @@ tests included), or less where it passes only by skipping the part's work.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from test_verdict_seams import grade
 
+from course_grader.limits import Limits
 from course_grader.stand_ins import _public_name
 
 PS01 = "ps01_finite_differences"
@@ -89,3 +92,49 @@ def test_a_hidden_tests_own_function_names_stay_in_the_judge():
     exec(compile("def given(t):\n    return t\n", "<set-up tools>", "exec"), scope)
     assert _public_name(scope["square"], "__name__") and _public_name(scope["given"], "__qualname__")
     assert not _public_name(scope["probe_twice"], "__name__") and not _public_name(scope["given"], "__globals__")
+
+
+# Honest: a process pool of one worker per core, Pool(os.cpu_count()), as on a 16-core grading
+# machine, and a thread per step. Graded 0/1 before ("BlockingIOError: [Errno 11] Resource
+# temporarily unavailable": 16 processes and threads in all, Pool's 16 workers and 3 threads
+# beside the runner); 1/1 in Jupyter. A part may now have 32 more than the machine has cores.
+POOL_PER_CORE = """import multiprocessing
+
+_JOB = {}
+
+
+def _error(step):
+    f, x, f_prime, method = _JOB["task"]
+    return abs(method(f, x, step) - f_prime)
+
+
+def observed_order(f, x, f_prime, method, h):
+    _JOB["task"] = f, x, f_prime, method
+    with multiprocessing.get_context("fork").Pool(16) as pool:  # os.cpu_count() on a 16-core machine
+        coarse, fine = pool.map(_error, [h, h / 10])
+    return float(np.log10(coarse / fine))
+"""
+THREAD_PER_STEP = '''from concurrent.futures import ThreadPoolExecutor
+
+
+def best_step(f, x, f_prime, hs, method):
+    """All the estimates at once, one thread per step."""
+    with ThreadPoolExecutor(max_workers=len(hs)) as pool:
+        errors = list(pool.map(lambda h: abs(method(f, x, h) - f_prime), hs))
+    return hs[int(np.argmin(errors))]
+'''
+
+
+@pytest.fixture(scope="module")
+def pools():
+    answers = {"observed_order": POOL_PER_CORE, "best_step": THREAD_PER_STEP}
+    return grade(PS01, answers, {"test_best_step", "test_observed_order"}, 60)
+
+
+def test_ps01_a_pool_of_one_worker_per_core_may_start(pools):
+    assert (pools["test_best_step"][0], pools["test_observed_order"][0]) == (2, 1), pools
+
+
+def test_a_part_may_start_what_pythons_pools_start_by_default():
+    """Pool(): a worker per core, 3 threads and the runner; ThreadPoolExecutor(): up to 32 threads."""
+    assert Limits().processes >= max(os.cpu_count() + 4, 32 + 1)
