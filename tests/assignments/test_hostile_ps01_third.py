@@ -124,15 +124,54 @@ def best_step(f, x, f_prime, hs, method):
     return hs[int(np.argmin(errors))]
 '''
 
+# Honest: a magic run through Jupyter's builtin get_ipython() (as jupytext and exported scripts
+# write `%config ...`). Graded 0/2 before ("name 'get_ipython' is not defined": the cell stopped
+# before its function); 2/2 in Jupyter. get_ipython() now runs such lines as their `%` forms run.
+SHELL_MAGIC = """get_ipython().run_line_magic("config", "InlineBackend.figure_format = 'retina'")
+get_ipython().run_line_magic("time", "from math import fsum")
+
+
+def forward_difference(f, x, h):
+    return fsum([f(x + h), -f(x)]) / h
+"""
+
+# Shortcut: x made writeable again, perturbed in place and restored exactly. 1/1 in Jupyter
+# before, where the hidden test's x owned its data (setflags(write=False) can be undone); the part
+# forbids writing to x, even changed and changed back. Fair: 0/1, graded (the runner's read-only
+# arrays lie over immutable bytes) and now in Jupyter too (the hidden x lies over bytes).
+WRITEABLE_AGAIN = """def gradient_fd(f, x, h=1e-6):
+    x.flags.writeable = True  # the test makes x read-only
+    grad = np.zeros(x.shape)
+    for index in np.ndindex(x.shape):
+        old = x[index]
+        x[index] = old + h
+        up = f(x)
+        x[index] = old - h
+        down = f(x)
+        x[index] = old
+        grad[index] = (up - down) / (2 * h)
+    return grad
+"""
+
 
 @pytest.fixture(scope="module")
-def pools():
+def second():
     answers = {"observed_order": POOL_PER_CORE, "best_step": THREAD_PER_STEP}
-    return grade(PS01, answers, {"test_best_step", "test_observed_order"}, 60)
+    answers |= {"forward_difference": SHELL_MAGIC, "gradient_fd": WRITEABLE_AGAIN}
+    return grade(PS01, answers, ALL_PARTS, 60)
 
 
-def test_ps01_a_pool_of_one_worker_per_core_may_start(pools):
-    assert (pools["test_best_step"][0], pools["test_observed_order"][0]) == (2, 1), pools
+def test_ps01_a_pool_of_one_worker_per_core_may_start(second):
+    assert (second["test_best_step"][0], second["test_observed_order"][0]) == (2, 1), second
+
+
+def test_ps01_magics_run_through_get_ipython(second):
+    assert second["test_forward_difference"][0] == 2, second
+
+
+def test_ps01_x_made_writeable_again_costs_the_point(second):
+    assert second["test_gradient_fd"][0] == 2, second
+    assert second["test_gradient_fd_leaves_x_alone"][0] == 0, second
 
 
 def test_a_part_may_start_what_pythons_pools_start_by_default():
