@@ -36,8 +36,9 @@ LONG_DOUBLE = """def forward_difference(f, x, h):
 
 # Shortcut: a gradient_fd that computes nothing leaves x alone. It scored the point of
 # test_gradient_fd_leaves_x_alone (1/1, in Jupyter too), whose tests never looked at what it
-# returned; the hidden test now asks for the gradient too (to 0.05, any central or one-sided
-# difference, in any shape). Fair: 0/1 (and 0/2 on test_gradient_fd).
+# returned; the hidden test now asks for a gradient too (of a function with random weights, to
+# 0.05, in any shape, any central or one-sided difference, up to a slip of a factor 2 or a sign).
+# Fair: 0/1 (and 0/2 on test_gradient_fd).
 NO_WORK_GRADIENT = """def gradient_fd(f, x, h=1e-6):
     return np.zeros(x.shape)  # no work at all
 """
@@ -74,7 +75,7 @@ def test_ps01_a_long_double_crosses_as_its_float(first):
 def test_ps01_a_gradient_that_computes_nothing_earns_no_point_for_leaving_x_alone(first):
     assert first["test_gradient_fd"][0] == 0, first
     points, message = first["test_gradient_fd_leaves_x_alone"]
-    assert points == 0 and "did not return the gradient" in message, first
+    assert points == 0 and "did not return a gradient" in message, first
 
 
 def test_ps01_the_names_of_the_tests_functions_can_be_printed(first):
@@ -177,3 +178,24 @@ def test_ps01_x_made_writeable_again_costs_the_point(second):
 def test_a_part_may_start_what_pythons_pools_start_by_default():
     """Pool(): a worker per core, 3 threads and the runner; ThreadPoolExecutor(): up to 32 threads."""
     assert Limits().processes >= max(os.cpu_count() + 4, 32 + 1)
+
+
+# The classic slip, (f(x + h e_i) - f(x - h e_i)) / h in gradient_fd, costs Part 3 alone (the hidden
+# test of test_gradient_fd_leaves_x_alone takes a gradient up to a factor 2 or a sign).
+SLIP_OF_2H = """def gradient_fd(f, x, h=1e-6):
+    grad = np.zeros(x.shape)
+    for index in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / h
+    return grad
+"""
+
+
+@pytest.fixture(scope="module")
+def third():
+    return grade(PS01, {"gradient_fd": SLIP_OF_2H}, {"test_gradient_fd", "test_gradient_fd_leaves_x_alone"}, 60)
+
+
+def test_ps01_the_slip_of_2h_costs_only_part_3(third):
+    assert (third["test_gradient_fd"][0], third["test_gradient_fd_leaves_x_alone"][0]) == (0, 1), third
