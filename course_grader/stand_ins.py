@@ -403,7 +403,7 @@ def _serve(message: dict) -> Any:
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
         name = str(message.get("name"))
-        if name.startswith(HIDDEN_ATTRIBUTES) and not _public_name(target, name):
+        if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or _named_in_hidden_test(target)):
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
@@ -422,19 +422,21 @@ def _serve(message: dict) -> Any:
         return function(other, target) if message.get("reflected") else function(target, other)
     if op == "unary" and message.get("name") in UNARY:
         return getattr(operator, str(message["name"]))(target)
+    if op == "convert" and message.get("to") in ("repr", "str") and _named_in_hidden_test(target):
+        return "<a function of the hidden test>"
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
 
 
-def _public_name(target: Any, name: str) -> bool:
-    """Whether the student's code may read ``name`` of ``target``: a function's name (honest code
-    prints it), but for one a hidden test defines, whose name is the hidden test's own text."""
-    if name not in NAMES:
-        return False
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
+def _named_in_hidden_test(target: Any) -> bool:
+    """Whether ``target`` is a function a hidden test defines under a name of its own (a lambda
+    at its top level is '<lambda>'): its name, which its names and repr show, is the hidden test's
+    text. Other functions' names (``f.__name__``, which honest code prints) may be read."""
+    function = getattr(target, "__func__", target)
+    code = getattr(function, "__code__", None)
     hidden = isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
-    return not hidden or getattr(target, name, None) == "<lambda>"
+    return hidden and getattr(function, "__qualname__", None) != "<lambda>"
 
 
 def _from_reference(target: Any) -> bool:

@@ -14,7 +14,7 @@ import pytest
 from test_verdict_seams import grade
 
 from course_grader.limits import Limits
-from course_grader.stand_ins import _public_name
+from course_grader.stand_ins import _named_in_hidden_test
 
 PS01 = "ps01_finite_differences"
 ALL_PARTS = {
@@ -87,12 +87,13 @@ def test_ps01_the_other_parts_keep_their_points(first):
 
 
 def test_a_hidden_tests_own_function_names_stay_in_the_judge():
-    """A lambda's name is '<lambda>' everywhere; a function a hidden test names is its text."""
+    """A lambda's name is '<lambda>' everywhere; a function a hidden test names is its text,
+    which neither its names nor its repr show."""
     scope: dict = {}
     exec(compile("def probe_twice(t):\n    return t\nsquare = lambda t: t * t\n", "<hidden test>", "exec"), scope)
     exec(compile("def given(t):\n    return t\n", "<set-up tools>", "exec"), scope)
-    assert _public_name(scope["square"], "__name__") and _public_name(scope["given"], "__qualname__")
-    assert not _public_name(scope["probe_twice"], "__name__") and not _public_name(scope["given"], "__globals__")
+    assert not _named_in_hidden_test(scope["square"]) and not _named_in_hidden_test(scope["given"])
+    assert _named_in_hidden_test(scope["probe_twice"])
 
 
 # Honest: a process pool of one worker per core, Pool(os.cpu_count()), as on a 16-core grading
