@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -14,7 +15,10 @@ class Limits:
     memory_bytes: int = 3 * 1024**3  # address space of one process (PyTorch reserves a lot)
     group_memory_bytes: int = 2 * 1024**3  # memory actually used by the whole sandbox, /tmp included
     file_bytes: int = 64 * 1024**2
-    processes: int = 16  # honest answers start none; a fork bomb gets this many and no more
+    # Processes and threads (the kernel counts both): what Python's pools start by default, one
+    # worker per core (multiprocessing.Pool()) or up to 32 threads (ThreadPoolExecutor()), and
+    # more; a fork bomb gets this many and no more (16 in all failed Pool() on a 16-core machine).
+    processes: int = field(default_factory=lambda: 32 + (os.cpu_count() or 1))
     output_bytes: int = 1024**2
     # The judge's own heap (RLIMIT_DATA, set on itself): the protocol's caps keep a reply to a
     # few hundred MB; this bounds the rest (a test of the judge's own run amok).

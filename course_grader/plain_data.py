@@ -106,7 +106,9 @@ class Codec:
             return value if value == value and abs(value) != float("inf") else {"$f": repr(value)}
         if isinstance(value, np.generic) and value.dtype.kind in "biufc":
             code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
-            return {"$ns": [code, self.encode(value.item(), depth + 1)]}
+            # Python's own number (a long double's item() is itself: it was sent over and over)
+            item = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[value.dtype.kind](value)
+            return {"$ns": [code, self.encode(item, depth + 1)]}
         if kind is complex:
             return {"$c": [self.encode(value.real), self.encode(value.imag)]}
         if kind is list:

@@ -69,6 +69,10 @@ def abilities(cls: type) -> str:
     return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
 
 
+# The one kind of Python's own attributes the runner may read of the judge's objects: a function's
+# name, which honest code prints (``print(f"{f.__name__} at {x}")``).
+NAMES = ("__name__", "__qualname__")
+
 # Events of the runner while it runs the cells (before it serves requests).
 CELL_START = "cell-start"
 CELL_END = "cell-end"

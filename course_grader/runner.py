@@ -61,6 +61,7 @@ from course_grader.protocol import (  # noqa: E402
     CELL_END,
     CELL_START,
     COMPARISONS,
+    NAMES,
     READY,
     SETUP_FAILED,
     UNARY,
@@ -94,7 +95,7 @@ class Trusted:
         own = object.__getattribute__(self, "_Trusted__own")
         if name in own:
             return own[name]
-        if name.startswith("__"):  # Python's own probes (__array_struct__ ...): the judge shows none
+        if name.startswith("__") and name not in NAMES:  # Python's probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         try:
             return ask(self, "getattr", name=name)

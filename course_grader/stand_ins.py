@@ -17,7 +17,7 @@ from typing import Any
 
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, UNARY, ProtocolError, abilities, convert
+from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, NAMES, UNARY, ProtocolError, abilities, convert
 from course_grader.reference_classes import A_CLASS
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
@@ -420,7 +420,7 @@ def _serve(message: dict) -> Any:
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
         name = str(message.get("name"))
-        if name.startswith(HIDDEN_ATTRIBUTES):
+        if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or _named_in_hidden_test(target)):
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
@@ -439,9 +439,21 @@ def _serve(message: dict) -> Any:
         return function(other, target) if message.get("reflected") else function(target, other)
     if op == "unary" and message.get("name") in UNARY:
         return getattr(operator, str(message["name"]))(target)
+    if op == "convert" and message.get("to") in ("repr", "str") and _named_in_hidden_test(target):
+        return "<a function of the hidden test>"
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
+
+
+def _named_in_hidden_test(target: Any) -> bool:
+    """Whether ``target`` is a function a hidden test defines under a name of its own (a lambda
+    at its top level is '<lambda>'): its name, which its names and repr show, is the hidden test's
+    text. Other functions' names (``f.__name__``, which honest code prints) may be read."""
+    function = getattr(target, "__func__", target)
+    code = getattr(function, "__code__", None)
+    hidden = isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
+    return hidden and getattr(function, "__qualname__", None) != "<lambda>"
 
 
 def _from_reference(target: Any) -> bool:
