@@ -58,8 +58,9 @@ def attack(places: dict, port: int, grader_pid: int) -> dict[str, tuple[str, dic
     )
     prelude = f"import os, sys, glob, shutil, socket, signal, subprocess\ndef plant(who):\n{write_everywhere}"
     course, gradebook_copy = places["course"], places["gradebook_copy"]
-    # JUNK's gradient_fd leaves x alone, which is all that part asks: 1 point, fairly.
-    zero = dict(dict.fromkeys(PARTS, 0.0), test_gradient_fd_leaves_x_alone=1.0)
+    # JUNK's gradient_fd leaves x alone but computes no gradient: the hidden test asks for one too
+    # (a stub doing no work earned that point before red team 27), so nothing, fairly.
+    zero = dict.fromkeys(PARTS, 0.0)
     return {
         "print_solutions": (
             prelude + f"plant('read')\nfor p in glob.glob({course!r} + '/solutions/**/*.ipynb', recursive=True):\n"
@@ -110,7 +111,7 @@ def attack(places: dict, port: int, grader_pid: int) -> dict[str, tuple[str, dic
 
 def gaming() -> dict[str, tuple[dict[str, str], dict[str, float]]]:
     """Hand-ins that try to score without the work: student -> (answer cells, expected points)."""
-    zero = dict(dict.fromkeys(PARTS, 0.0), test_gradient_fd_leaves_x_alone=1.0)
+    zero = dict.fromkeys(PARTS, 0.0)
     visible_only = (
         "def forward_difference(f, x, h):\n    return -6.19 if h == 0.1 else -7.0\n"
         "import numpy as np\nnp.isclose = lambda *a, **k: True\nnp.allclose = lambda *a, **k: True\n"

@@ -6,8 +6,9 @@ What this pass found: a student's exception text that a test quotes in its own m
 the hidden feedback as the test's words; an IPython line in a cell made Python lines that black
 wraps (``!= b``, ``% n`` at the start of a continued line) into ``pass``; a later answer written
 for the student's own earlier one failed on that one's reference (fixed where it raises there; one
-that computes other numbers is a strict xfail); an honest ``torch.set_num_threads(16)`` ends the
-part's process, and ps10's part 1 may be the set-up's reference itself (two more strict xfails).
+that computes other numbers is a strict xfail); an honest ``torch.set_num_threads(16)`` ended the
+part's process (it fits since red team 27 raised the limit on processes), and ps10's part 1 may be
+the set-up's reference itself (a strict xfail).
 Each case grades a crafted hand-in in the real sandbox (``grade`` of test_verdict_seams.py), one
 grading run each, and asserts the fair score: what the notebook scores when it runs top to bottom
 in Jupyter.
@@ -411,10 +412,10 @@ def test_ps10_tensors_handed_back_and_honest_idioms():
 
 # ps10 part 4, honest: the training cell asks PyTorch for 16 threads (os.cpu_count() on a
 # 16-core machine). PyTorch starts its thread pools at once, about two threads per thread asked
-# for, and every thread counts against the sandbox's 16 processes (RLIMIT_NPROC, pids.max): it
-# cannot start them and the process crashes (from about 12 threads on; 8 pass): 0/3, 3/3 in
-# Jupyter. No limit fits os.cpu_count() on every machine, and a higher one lets a fork bomb
-# multiply the address space further (README, "Not guaranteed").
+# for, and every thread counts against the sandbox's processes (RLIMIT_NPROC, pids.max): with 16
+# processes it could not start them and crashed (from about 12 threads on; 8 passed): 0/3, 3/3 in
+# Jupyter. The limit is now 32 more than the machine's cores (red team 27), so 16 threads fit on
+# any machine: 3/3.
 TRAINING_ON_SIXTEEN_THREADS = """
 torch.set_num_threads(16)  # the machine's cores
 
@@ -439,7 +440,6 @@ def torch_training(params, X, y, lr, steps):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="threads count against the sandbox's 16 processes (README, Not guaranteed)")
 def test_ps10_training_on_sixteen_threads_keeps_its_points():
     got = grade(PS10, {"torch_training": TRAINING_ON_SIXTEEN_THREADS}, {"test_torch_training"}, 60)
     assert got["test_torch_training"][0] == 3, got
