@@ -285,26 +285,7 @@ def test_ps02_a_property_of_their_class_works_on_the_references_objects():
         '    @property\n    def parts(self):\n        """(primal, tangent), to unpack."""\n'
         "        return self.primal, self.tangent\n\n    def __repr__(self) -> str:",
     )
-    functions = """def _chain(x, g, dg):
-    a, da = x.parts
-    return MyDual(g(a), dg(a) * da)
-
-
-def sin(x):
-    return _chain(x, math.sin, math.cos) if isinstance(x, MyDual) else math.sin(x)
-
-
-def cos(x):
-    return _chain(x, math.cos, lambda t: -math.sin(t)) if isinstance(x, MyDual) else math.cos(x)
-
-
-def exp(x):
-    return _chain(x, math.exp, math.exp) if isinstance(x, MyDual) else math.exp(x)
-
-
-def log(x):
-    return _chain(x, math.log, lambda t: 1 / t) if isinstance(x, MyDual) else math.log(x)
-"""
+    functions = elementary_functions("x.parts")
     answers = {"dual_arithmetic": with_parts, "elementary_functions": functions}
     got = grade(PS02, answers, {"test_dual_arithmetic", "test_elementary_functions"}, 60)
     assert [got["test_dual_arithmetic"][0], got["test_elementary_functions"][0]] == [0, 2], got
@@ -350,12 +331,13 @@ def as_dual(x) -> MyDual:
     return x if isinstance(x, MyDual) else MyDual(x, 0.0)
 '''
 
-UNPACKING = """def _chain(x, g, dg):
-    a, da = x  # a MyDual is the pair (primal, tangent)
-    return MyDual(g(a), dg(a) * da)
 
-
-def sin(x):
+def elementary_functions(pair: str) -> str:
+    """Part 3's sin, cos, exp and log of a MyDual x, with its primal and tangent read as ``pair``."""
+    chain = f"def _chain(x, g, dg):\n    a, da = {pair}\n    return MyDual(g(a), dg(a) * da)\n\n\n"
+    return (
+        chain
+        + """def sin(x):
     return _chain(x, math.sin, math.cos) if isinstance(x, MyDual) else math.sin(x)
 
 
@@ -370,6 +352,10 @@ def exp(x):
 def log(x):
     return _chain(x, math.log, lambda t: 1 / t) if isinstance(x, MyDual) else math.log(x)
 """
+    )
+
+
+UNPACKING = elementary_functions("x  # a MyDual is the pair (primal, tangent)")
 
 
 def test_ps02_a_named_tuple_dual_unpacks_the_references_objects():
