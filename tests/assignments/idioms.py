@@ -97,6 +97,7 @@ from IPython.display import display as _idiom_display
 print("working on this cell")
 print("a note on stderr", file=_idiom_sys.stderr)
 _idiom_display({"cell": "a first draft"})
+get_ipython().run_line_magic("time", "_idiom_timed = sum(range(10))")  # noqa: F821  (as jupytext writes %time)
 _idiom_warnings.warn("this cell's answer is a first draft", stacklevel=1)
 _idiom_said = set()
 
