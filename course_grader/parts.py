@@ -90,19 +90,20 @@ def student_blocks(hand_in, instructor: set[str]) -> dict[str, list[Cell]]:
 UNCOMPILABLE = (SyntaxError, RecursionError)
 
 
-def as_run(source: str) -> str | None:
-    """A cell's source as the runner runs it: as it is, or else with its IPython lines made plain
-    (``%time plain = reference_descent(...)``, :func:`course_grader.notebook.run_cell`); None where
-    it does not compile. Read as it is, such a cell bound and used nothing: the test cell defining
-    ``reference_descent`` was left out, and a ps05 answer cell using it failed (0/3, 3/3 in Jupyter)."""
-    for text in (source, without_magics(source)):
+def as_run(source: str) -> ast.Module | None:
+    """A cell's source as the runner runs it, parsed: as it is, or else with its IPython lines made
+    plain (``%time plain = reference_descent(...)``, :func:`course_grader.notebook.run_cell`); None
+    where it does not compile. Read as it is, such a cell bound and used nothing: the test cell
+    defining ``reference_descent`` was left out, and a ps05 answer cell using it failed (0/3, 3/3 in
+    Jupyter)."""
+    for make in (lambda: source, lambda: without_magics(source)):  # the tokenizer only where needed
+        text = make()
         if text is None:
             return None
         try:
-            parse(text)
+            return parse(text)
         except UNCOMPILABLE:
             continue
-        return text
     return None
 
 
@@ -110,11 +111,8 @@ def bound_names(sources: list[str]) -> set[str]:
     """The top-level names these cells bind (definitions, assignments, imports)."""
     names: set[str] = set()
     for source in sources:
-        text = as_run(source)
-        if text is None:
-            continue
-        tree = parse(text)
-        for node in tree.body:
+        tree = as_run(source)
+        for node in tree.body if tree else ():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -128,8 +126,14 @@ def bound_names(sources: list[str]) -> set[str]:
 def used_names(source: str) -> set[str]:
     """The global names a cell reads (at its top level or inside its functions and classes)."""
     try:
-        top = symtable.symtable(as_run(source) or "", "<cell>", "exec")
+        top: symtable.SymbolTable | None = symtable.symtable(source, "<cell>", "exec")
     except UNCOMPILABLE:
+        tree = as_run(source)  # a cell with IPython lines, as the runner runs it
+        try:
+            top = symtable.symtable(ast.unparse(tree), "<cell>", "exec") if tree else None
+        except UNCOMPILABLE:  # parsed, yet not compiled (``nonlocal`` at the top level)
+            top = None
+    if top is None:
         return set()
     names, tables = set(), [top]
     while tables:
