@@ -138,6 +138,12 @@ class Trusted:
             return operator.index(length()) != 0
         return ask(self, "convert", to="bool")
 
+    def __copy__(self) -> Any:  # copied by the judge: a function is itself, a node a new node
+        return ask(self, "copy", deep=False)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        return ask(self, "copy", deep=True)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         array = ask(self, "convert", to="array")
         return array if dtype is None else array.astype(dtype)

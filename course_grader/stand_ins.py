@@ -9,6 +9,7 @@ read-only there: only what a test hands over (:func:`grant`) or a reference's co
 
 from __future__ import annotations
 
+import copy
 import operator
 import sys
 import types
@@ -433,6 +434,8 @@ def _serve(message: dict) -> Any:
         return codec.decode(message.get("item")) in target
     if op == "isinstance":
         return isinstance(codec.decode(message.get("item")), target)
+    if op == "copy":
+        return copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
     if op == "binop" and message.get("name") in BINARY + COMPARISONS:
         function = getattr(operator, str(message["name"]))
         other = codec.decode(message.get("other"))

@@ -13,6 +13,7 @@ idiom, on the solution and on every typical mistake, there must be none.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import shutil
 import tempfile
@@ -140,6 +141,7 @@ def _idiom_threaded(fn):
     return threaded
 ''',
     "looked_at": '''
+import copy as _idiom_copy
 import weakref as _idiom_weakref
 
 import numpy as _idiom_np
@@ -166,6 +168,7 @@ def _idiom_look_at(value, depth=0):
         _idiom_weakref.ref(value)
     except TypeError:  # a list or a float cannot be referred to weakly
         pass
+    _idiom_same_when_read_again(value)
     try:  # a mark of the student's on the object, read back at once
         value.idiom_seen = True
     except (AttributeError, TypeError):  # an array, a list, a class with slots
@@ -180,6 +183,40 @@ def _idiom_look_at(value, depth=0):
     if depth < 2 and isinstance(value, (list, tuple)):
         for item in value[:3]:
             _idiom_look_at(item, depth + 1)
+
+
+def _idiom_same_when_read_again(value):
+    """What the student's code reads twice is the same object, as it is in Jupyter: attributes
+    (through ``vars`` too), items, the object as a dict key; a shallow copy is of its class."""
+    if isinstance(getattr(type(value), "idiom_kind", None), property):  # setup_class_extras' property
+        if value.idiom_kind != type(value).__name__:
+            raise AssertionError("a property of the student's read another class")
+    if isinstance(value, (str, bytes, int, float, complex)):
+        return
+    try:
+        attributes = dict(vars(value))
+    except TypeError:  # no __dict__: a list, an array, a class with slots
+        attributes = {}
+    for name, attribute in attributes.items():
+        if not name.startswith("idiom") and getattr(value, name) is not attribute:
+            raise AssertionError(f"reading .{name} twice gave two objects")
+        if type(attribute) in (list, tuple) and not all(a is b for a, b in zip(attribute, getattr(value, name))):
+            raise AssertionError(f"the items of .{name} read twice were other objects")
+    if type(value) in (list, tuple) and not all(a is b for a, b in zip(value, value)):
+        raise AssertionError("a list's items read twice were other objects")
+    try:
+        keyed = {value: "seen"}
+    except TypeError:  # unhashable
+        pass
+    else:
+        if keyed[value] != "seen" or value not in {value}:
+            raise AssertionError("an object did not find itself as a key")
+    try:
+        copied = _idiom_copy.copy(value)
+    except TypeError:  # a generator, a module
+        return
+    if type(copied) is not type(value):
+        raise AssertionError("a shallow copy changed the class")
 
 
 def _idiom_looked_at(fn):
@@ -247,7 +284,9 @@ CLASS_PRELUDES = {
     "setup_class_extras": '''
 {cls}.__repr__ = lambda self: f"<{{type(self).__name__}} of the student's>"
 {cls}.idiom_visited = False
-{cls}.__lt__ = lambda self, other: id(self) < id(other)
+if {cls}.__lt__ is object.__lt__:
+    {cls}.__lt__ = lambda self, other: id(self) < id(other)
+{cls}.idiom_kind = property(lambda self: type(self).__name__)
 
 
 def _idiom_describe(self):
@@ -387,6 +426,37 @@ def _annotated(tree: ast.Module) -> None:
         fn.returns = ast.Name("Any", ast.Load())
 
 
+class _OwnClass(ast.NodeTransformer):
+    """``Value(...)`` in a method of ``Value`` becomes ``type(self)(...)``, as a student writing
+    for subclasses might."""
+
+    def __init__(self, cls: str):
+        self.cls = cls
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == self.cls:
+            node.func = ast.Call(ast.Name("type", ast.Load()), [ast.Name("self", ast.Load())], [])
+        return node
+
+
+def _own_class_constructors(tree: ast.Module) -> None:
+    """In the methods of a class of the cell, and in functions the cell sets on a class
+    (``Value.__mul__ = mul``), the class's own constructor becomes ``type(self)``."""
+    owners = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            owners.update((id(fn), node.name) for fn in node.body if isinstance(fn, ast.FunctionDef))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    owners.update((id(fn), target.value.id) for fn in _top_functions(tree) if fn.name == node.value.id)
+    for fn in ast.walk(tree):
+        arguments = fn.args.posonlyargs + fn.args.args if isinstance(fn, ast.FunctionDef) else []
+        if id(fn) in owners and arguments and arguments[0].arg == "self" and not fn.decorator_list:
+            fn.body = [_OwnClass(owners[id(fn)]).visit(statement) for statement in fn.body]
+
+
 REWRITES: dict[str, Callable[[ast.Module], None]] = {
     "other_containers": _other_containers,
     "comprehensions_as_generators": _comprehensions_as_generators,
@@ -395,28 +465,40 @@ REWRITES: dict[str, Callable[[ast.Module], None]] = {
     "made_by_factories": _made_by_factories,
     "numpy_literals": _numpy_literals,
     "annotated": _annotated,
+    "own_class_constructors": _own_class_constructors,
 }
 
 STRUCTURAL = ("lambdas", "made_by_factories", "static_methods")  # how the functions are bound
 IDIOMS = sorted({*PRELUDES, *REWRITES, *CLASS_PRELUDES})
 
 
-def setup_classes(source: nbformat.NotebookNode) -> list[str]:
-    """The classes the set-up cells (neither answers nor tests) define."""
-    names = []
+def setup_classes(source: nbformat.NotebookNode) -> dict[str, bool]:
+    """The classes the set-up cells (neither answers nor tests) define (True) or import from
+    course_lib (False)."""
+    names = {}
     for cell in source.cells:
         if (
             cell.cell_type == "code"
             and not nbgrader_meta(cell).get("grade")
             and not nbgrader_meta(cell).get("solution")
         ):
-            names += [n.name for n in ast.parse(cell.source).body if isinstance(n, ast.ClassDef)]
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, ast.ClassDef):
+                    names[node.name] = True
+                elif isinstance(node, ast.ImportFrom) and node.module.startswith("course_lib"):
+                    module = importlib.import_module(node.module)
+                    for alias in node.names:
+                        if isinstance(getattr(module, alias.name, None), type):
+                            names[alias.asname or alias.name] = False
     return names
 
 
-def rewrite(source: str, idioms: list[str], classes: list[str] = ()) -> str:
+def rewrite(source: str, idioms: list[str], classes: dict[str, bool] | None = None) -> str:
     """An answer cell's source rewritten in ``idioms`` (decorators in that order, the last outermost);
-    ``classes``: the set-up classes this cell changes first (the first answer cell's)."""
+    ``classes``: the set-up classes this cell changes first (the first answer cell's), each True
+    where the set-up cells define it: only those are subclassed (a course_lib class rebound to a
+    subclass fails the tests' ``isinstance`` in Jupyter)."""
+    classes = classes or {}
     tree = ast.parse(source)
     for idiom in idioms:  # what the functions do, then how they are wrapped, then how they are bound
         if idiom in REWRITES and idiom not in STRUCTURAL:
@@ -429,7 +511,13 @@ def rewrite(source: str, idioms: list[str], classes: list[str] = ()) -> str:
             REWRITES[idiom](tree)
     ast.fix_missing_locations(tree)
     preludes = [PRELUDES[i].strip() for i in idioms if i in PRELUDES]
-    preludes += [CLASS_PRELUDES[i].format(cls=c).strip() for i in idioms if i in CLASS_PRELUDES for c in classes]
+    preludes += [
+        CLASS_PRELUDES[i].format(cls=c).strip()
+        for i in idioms
+        if i in CLASS_PRELUDES
+        for c, defined in classes.items()
+        if defined or i != "subclassed_setup"
+    ]
     future = ["from __future__ import annotations"] if "annotated" in idioms else []  # a cell's first line
     return "\n\n\n".join([*future, *preludes, ast.unparse(tree)])
 
@@ -448,7 +536,7 @@ def rewritten_answers(assignment: str, answers: dict[str, str], idioms: list[str
     solved = {grade_id: cell.source for grade_id, cell in answer_cells(source).items()}
     first, classes = next(iter(solved)), setup_classes(source)
     return {
-        grade_id: rewrite(answers.get(grade_id, text), idioms, classes if grade_id == first else [])
+        grade_id: rewrite(answers.get(grade_id, text), idioms, classes if grade_id == first else {})
         for grade_id, text in solved.items()
     }
 

@@ -11,6 +11,10 @@ A program that a reference made in the judge from the student's own objects (ps1
 mistake in tracer_ops) printed by the student's code: course_lib's ``show`` names the constants
 by id and reads the equations twice, and each read decoded the student's arrays anew (KeyError).
 While the judge serves the student's call, an array read again unchanged is the same array.
+
+``copy.copy`` and ``copy.deepcopy`` of a test's object (a snapshot kept while debugging) made a
+stand-in without its state: every later read of it raised AttributeError. The judge now copies
+its own object: a node's copy is a new node with the same data, a function's is itself.
 """
 
 from __future__ import annotations
@@ -108,3 +112,33 @@ def test_ps12_a_program_a_reference_made_prints_after_a_mistake_in_tracer_ops():
     answers = {**load_mistakes(PS12)["broadcast_to_the_left_operand"]["replace"], "compile_program": PRINTS_THE_PROGRAM}
     results = grade(PS12, answers, {"test_tracer_ops", "test_jit"}, timeout=60)
     assert {k: v[0] for k, v in results.items()} == {"test_tracer_ops": 0.0, "test_jit": 5.0}, results
+
+
+# ps04: the solution's dfs_postorder, keeping copies of the output as a student debugging might.
+POSTORDER_WITH_SNAPSHOTS = """
+import copy
+
+
+def dfs_postorder(output):
+    before, whole = copy.copy(output), copy.deepcopy(output)
+    assert before is not output and before.value == output.value and before.parents == output.parents
+    assert whole.value == output.value and len(whole.parents) == len(output.parents)
+    assert copy.copy(leaf) is leaf  # a function is its own copy
+    order, visited = [], set()
+
+    def visit(node):
+        if node in visited:
+            return
+        visited.add(node)
+        for parent in node.parents:
+            visit(parent)
+        order.append(node)
+
+    visit(output)
+    return order
+"""
+
+
+def test_ps04_a_copy_of_a_test_node_is_a_node():
+    results = grade(PS04, {"dfs_postorder": POSTORDER_WITH_SNAPSHOTS}, {"test_dfs_postorder"})
+    assert results["test_dfs_postorder"][0] == 2.0, results
