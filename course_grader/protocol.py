@@ -46,7 +46,8 @@ CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array
 # What Python asks of an object's type, not of the object (``callable(f)``, ``hasattr(x,
 # "__len__")``, ``isinstance(x, Iterable)``): a handle of the judge's says which its object's class
 # has, and the runner's stand-in for it has those and no others, so that such checks answer there
-# as in Jupyter (a test's function has no ``len``, a graph node cannot be called).
+# as in Jupyter (a test's function has no ``len``, a graph node cannot be called, NumPy keeps a
+# node as an object in an array of them).
 ABILITIES = {
     "c": "__call__",
     "g": "__getitem__",
@@ -57,6 +58,7 @@ ABILITIES = {
     "t": "__int__",
     "x": "__index__",
     "o": "__complex__",
+    "a": "__array__",
 }
 
 
