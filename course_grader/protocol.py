@@ -38,7 +38,8 @@ import numpy as np
 # method" instead of sending a bound method), callmethod, setattr, call, getitem, setitem, len,
 # iter, contains, binop, unary, convert, isinstance, methods (a class's functions); settle (free
 # the garbage and the allocator's memory before a measured call); standby (a forked copy of
-# the student's process answers it and the next request, the measured call, and ends).
+# the student's process answers it and the next request, the measured call, and ends);
+# recursionlimit (a test set the notebook's recursion limit).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
