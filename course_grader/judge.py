@@ -74,6 +74,7 @@ from course_grader.stand_ins import ARITHMETIC, JudgeCodec, ReadOnly, Remote, gr
 from course_grader.test_tools import (
     calls_to,
     measure_part,
+    notebook_recursion_limit,
     peak_memory,
     rebound,
     run_trusted,
@@ -195,7 +196,8 @@ def judge_part(part: PartJob, warm: WarmSandbox, scratch: Path, cell_timeout: fl
                     names = {str(name): stand_ins.CHANNEL.codec.decode(data) for name, data in bound.items()}
                 else:
                     raise ProtocolError(f"an unknown event {kind!r}")
-        return _test(part, names, verdict, scratch, cell_timeout)
+        with notebook_recursion_limit():
+            return _test(part, names, verdict, scratch, cell_timeout)
     except (ChannelClosed, ProtocolError, CellTimeout) as error:
         verdict.passed = False
         end = run.finish(grace=0.0 if isinstance(error, CellTimeout) else 2.0)

@@ -38,7 +38,8 @@ import numpy as np
 # method" instead of sending a bound method), callmethod, setattr, call, getitem, setitem, len,
 # iter, contains, binop, unary, convert, isinstance, methods (a class's functions); settle (free
 # the garbage and the allocator's memory before a measured call); standby (a forked copy of
-# the student's process answers it and the next request, the measured call, and ends).
+# the student's process answers it and the next request, the measured call, and ends);
+# recursionlimit (a test set the notebook's recursion limit).
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
@@ -46,7 +47,8 @@ CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array
 # What Python asks of an object's type, not of the object (``callable(f)``, ``hasattr(x,
 # "__len__")``, ``isinstance(x, Iterable)``): a handle of the judge's says which its object's class
 # has, and the runner's stand-in for it has those and no others, so that such checks answer there
-# as in Jupyter (a test's function has no ``len``, a graph node cannot be called).
+# as in Jupyter (a test's function has no ``len``, a graph node cannot be called, NumPy keeps a
+# node as an object in an array of them).
 ABILITIES = {
     "c": "__call__",
     "g": "__getitem__",
@@ -57,6 +59,7 @@ ABILITIES = {
     "t": "__int__",
     "x": "__index__",
     "o": "__complex__",
+    "a": "__array__",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import types
 from typing import Any
 
@@ -184,3 +185,24 @@ def on_their_side(function: Any) -> Any:
     if not isinstance(name, str):
         raise TypeError("expected a function of the notebook's set-up cells or of the student's")
     return stand_ins.CHANNEL.request("setup", name=name)
+
+
+@contextlib.contextmanager
+def notebook_recursion_limit():
+    """While it lasts, a test's ``sys.setrecursionlimit`` also sets the limit where the student's
+    code runs, as Jupyter's one interpreter has one: ps04 sets Python's default before its deep
+    graphs, whatever the student's cells set, and a limit their cells raised stays where no test
+    sets one (ps03's chain of 200 diamonds: the runner set its limit back to the default before
+    every request, and a recursive search that needed the room it asked for scored 0/2, 2/2 in
+    Jupyter)."""
+    own = sys.setrecursionlimit
+
+    def both(limit: int) -> None:
+        own(limit)
+        stand_ins.CHANNEL.request("recursionlimit", limit=limit)
+
+    sys.setrecursionlimit = both
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit = own
