@@ -251,6 +251,27 @@ def _idiom_copies(fn):
 
 import numpy as _idiom_np
 ''',
+    "quiet_numpy": '''
+import functools as _idiom_functools
+import sys as _idiom_sys
+import warnings as _idiom_warnings
+
+import numpy as _idiom_np
+
+_idiom_sys.setrecursionlimit(max(_idiom_sys.getrecursionlimit(), 5000))  # as a student whose recursion went deep
+
+
+def _idiom_quiet(fn):
+    """Runs fn with NumPy's floating-point warnings and Python's warnings silenced."""
+
+    @_idiom_functools.wraps(fn)
+    def quiet(*args, **kwargs):
+        with _idiom_np.errstate(all="ignore"), _idiom_warnings.catch_warnings():
+            _idiom_warnings.simplefilter("ignore")
+            return fn(*args, **kwargs)
+
+    return quiet
+''',
     "kept_history": '''
 _idiom_history = []
 
@@ -275,6 +296,7 @@ DECORATORS = {
     "looked_at": "_idiom_looked_at",
     "kept_history": "_idiom_kept",
     "copied_inputs": "_idiom_copies",
+    "quiet_numpy": "_idiom_quiet",
 }
 
 # What the first answer cell does to each class the set-up cells define (``{cls}``), before any
