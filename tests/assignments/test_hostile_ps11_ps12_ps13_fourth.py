@@ -1,0 +1,72 @@
+"""Hostile and honest students against ps11 (the cheap-gradient ratio), ps12 (tracing) and ps13 (the
+capstone), red team 29, the fourth pass.
+
+Held, graded beside Jupyter (``idioms.differences``): ps11's answers on object arrays of Nums and Duals
+(``np.vectorize(Num)``), passes from a generator, a tape in a ``dataclass(slots=True)``, ``functools.partial``
+handed to ``count_ops`` and a ``match`` over the costs; ps12's ``atom`` by ``functools.singledispatch``,
+``match`` on ``sum``'s axis and on the transposed equations (class patterns on Vars), tracing inside a
+``contextlib`` context manager, dead code found with a ``deque``, a compiler in a ``dataclass``, a jit whose
+caches live in a ``weakref.WeakKeyDictionary`` keyed by the test's function behind ``functools.wraps``, and a
+jit that traces by itself through an ``lru_cache`` after a mistake in part 1 (the references' Tracer methods
+called back from the student's Tracers). The measured copy's shared memory is already counted.
+
+Found: ps13's checkpointed gradient is measured in a forked copy of the student's process that ends with its
+answer, so the answer must cross by value; checkpoints kept in a ``collections.deque`` (a stack, walked
+backwards) or each in an ``array("d")`` (four numbers, compactly) crossed by handle and the part failed with
+"return plain data": 0/6 where Jupyter gives 6/6. Both now cross as plain data and are rebuilt as they were.
+"""
+
+from __future__ import annotations
+
+from test_verdict_seams import PS13, grade
+
+# ps13: the solution's checkpointed gradient, its checkpoints kept in a deque.
+CHECKPOINTS_IN_A_DEQUE = '''
+from collections import deque
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    """d height / d (v, theta, k) with checkpoints every `every` steps: (height, gradient, checkpoints)."""
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, deque()
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    k_leaf, adjoint, height = Value(k), None, None
+    for index in reversed(range(max(len(checkpoints), 1))):
+        if index == 0:
+            v_leaf, theta_leaf = Value(v), Value(theta)
+            begin = state = launch(v_leaf, theta_leaf)
+        else:
+            begin = state = tuple(Value(s) for s in checkpoints[index])
+        for _ in range(index * every, min((index + 1) * every, steps)):
+            state = heun_step(state, k_leaf, dt)
+        if adjoint is None:
+            out = final_step(state, k_leaf)
+            height = out.data
+        else:
+            out = sum(s * a for s, a in zip(state, adjoint))
+        out.backward()
+        if index:
+            adjoint = [s.grad for s in begin]
+        del out, state
+    return height, [v_leaf.grad, theta_leaf.grad, k_leaf.grad], checkpoints
+'''
+
+# ... and in a list, each checkpoint an array of the array module.
+CHECKPOINTS_AS_ARRAYS = (
+    CHECKPOINTS_IN_A_DEQUE.replace("from collections import deque", "from array import array")
+    .replace(", deque()", ", []")
+    .replace("checkpoints.append(tuple(state))", 'checkpoints.append(array("d", state))')
+)
+
+
+def test_ps13_checkpoints_in_a_deque_keep_their_points():
+    results = grade(PS13, {"checkpointed_gradient": CHECKPOINTS_IN_A_DEQUE}, {"test_checkpointed_gradient"}, 60)
+    assert results["test_checkpointed_gradient"][0] == 6.0, results
+
+
+def test_ps13_checkpoints_in_arrays_of_the_array_module_keep_their_points():
+    results = grade(PS13, {"checkpointed_gradient": CHECKPOINTS_AS_ARRAYS}, {"test_checkpointed_gradient"}, 60)
+    assert results["test_checkpointed_gradient"][0] == 6.0, results
