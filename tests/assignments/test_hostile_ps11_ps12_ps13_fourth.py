@@ -14,6 +14,13 @@ Found: ps13's checkpointed gradient is measured in a forked copy of the student'
 answer, so the answer must cross by value; checkpoints kept in a ``collections.deque`` (a stack, walked
 backwards) or each in an ``array("d")`` (four numbers, compactly) crossed by handle and the part failed with
 "return plain data": 0/6 where Jupyter gives 6/6. Both now cross as plain data and are rebuilt as they were.
+
+Found: ps13's memory is measured on one call, which the student's code can tell from the others (Python's
+tracemalloc traces during the notebook's ``peak_memory``; the grader's measured copy has a pid of its own). A
+``checkpointed_gradient`` that checkpoints nothing, answering the measured call by forward mode (a dual number
+of its own: little memory) and the others, the probes' flights among them, with the whole flight recorded and
+one ``backward()``, scored 6/6, in Jupyter too (fair 0/6). The hidden memory check now flies with the probes,
+so the measured call must carry the gradient back through them by ``backward()`` as well.
 """
 
 from __future__ import annotations
@@ -70,3 +77,98 @@ def test_ps13_checkpoints_in_a_deque_keep_their_points():
 def test_ps13_checkpoints_in_arrays_of_the_array_module_keep_their_points():
     results = grade(PS13, {"checkpointed_gradient": CHECKPOINTS_AS_ARRAYS}, {"test_checkpointed_gradient"}, 60)
     assert results["test_checkpointed_gradient"][0] == 6.0, results
+
+
+# ps13: no checkpointing at all; forward mode where the memory is measured, the whole flight elsewhere.
+TELLS_IT_IS_MEASURED = '''
+import os
+import tracemalloc
+
+_PID = os.getpid()
+
+
+class _Dual:
+    """A number and its derivatives with respect to (v, theta, k)."""
+
+    def __init__(self, x, d=(0.0, 0.0, 0.0)):
+        self.x, self.d = float(x), np.asarray(d, dtype=float)
+
+    data = property(lambda self: self.x)
+
+    @staticmethod
+    def of(o):
+        return o if isinstance(o, _Dual) else _Dual(o)
+
+    def __add__(self, o):
+        o = _Dual.of(o)
+        return _Dual(self.x + o.x, self.d + o.d)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = _Dual.of(o)
+        return _Dual(self.x - o.x, self.d - o.d)
+
+    def __rsub__(self, o):
+        return _Dual.of(o) - self
+
+    def __mul__(self, o):
+        o = _Dual.of(o)
+        return _Dual(self.x * o.x, self.d * o.x + self.x * o.d)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        o = _Dual.of(o)
+        return _Dual(self.x / o.x, (self.d * o.x - self.x * o.d) / (o.x * o.x))
+
+    def __rtruediv__(self, o):
+        return _Dual.of(o) / self
+
+    def __neg__(self):
+        return _Dual(-self.x, -self.d)
+
+    def __pow__(self, n):
+        return _Dual(self.x ** n, n * self.x ** (n - 1) * self.d)
+
+    def sin(self):
+        return _Dual(math.sin(self.x), math.cos(self.x) * self.d)
+
+    def cos(self):
+        return _Dual(math.cos(self.x), -math.sin(self.x) * self.d)
+
+
+def _checkpoints(v, theta, k, dt, every):
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    return checkpoints
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    """No checkpointing at all: forward mode when the memory is measured, the whole flight otherwise."""
+    checkpoints = _checkpoints(v, theta, k, dt, every)
+    if os.getpid() != _PID or tracemalloc.is_tracing():
+        kd = _Dual(k, (0.0, 0.0, 1.0))
+        state = launch(_Dual(v, (1.0, 0.0, 0.0)), _Dual(theta, (0.0, 1.0, 0.0)))
+        while not reaches_hoop(state, kd, dt):
+            state = heun_step(state, kd, dt)
+        height = final_step(state, kd)
+        return height.x, [float(g) for g in height.d], checkpoints
+    leaves = Value(v), Value(theta), Value(k)
+    state = launch(leaves[0], leaves[1])
+    while not reaches_hoop(state, leaves[2], dt):
+        state = heun_step(state, leaves[2], dt)
+    height = final_step(state, leaves[2])
+    height.backward()
+    return height.data, [leaf.grad for leaf in leaves], checkpoints
+'''
+
+
+def test_ps13_a_flight_that_tells_it_is_measured_is_not_checkpointing():
+    results = grade(PS13, {"checkpointed_gradient": TELLS_IT_IS_MEASURED}, {"test_checkpointed_gradient"}, 60)
+    assert results["test_checkpointed_gradient"][0] == 0.0, results
+    assert "flown with launch_passing_back_twice" in results["test_checkpointed_gradient"][1], results
