@@ -25,7 +25,11 @@ so the measured call must carry the gradient back through them by ``backward()``
 
 from __future__ import annotations
 
+import pytest
 from test_verdict_seams import PS13, grade
+
+from course_grader.plain_data import Codec
+from course_grader.protocol import ProtocolError
 
 # ps13: the solution's checkpointed gradient, its checkpoints kept in a deque.
 CHECKPOINTS_IN_A_DEQUE = '''
@@ -67,6 +71,23 @@ CHECKPOINTS_AS_ARRAYS = (
     .replace(", deque()", ", []")
     .replace("checkpoints.append(tuple(state))", 'checkpoints.append(array("d", state))')
 )
+
+
+def test_deques_and_arrays_of_the_array_module_arrive_as_they_were():
+    """Rebuilt in the judge as the student's code had them (a deque is no list: ``deque([1]) == [1]`` is False,
+    in Jupyter too), their maxlen and typecode kept; a malformed one is not a value."""
+    from array import array
+    from collections import deque
+
+    runner = Codec("$h", "$r", lambda n, k, like, able: None)
+    judge = Codec("$r", "$h", lambda n, k, like, able: None)
+    sent = [deque([(1.0, 2.0)], maxlen=3), array("d", [0.5, 1.5]), array("Q", [2**64 - 1]), deque([array("b", [1])])]
+    got = judge.decode(runner.encode(sent))
+    assert got == sent and [type(v) for v in got] == [deque, array, array, deque], got
+    assert got[0].maxlen == 3 and got[1].typecode == "d" and got[0] != [(1.0, 2.0)], got
+    for forged in ({"$q": [[1], -1]}, {"$a": ["d", ["x"]]}, {"$a": ["b", [300]]}, {"$a": ["u", []]}, {"$q": [[]]}):
+        with pytest.raises(ProtocolError):
+            judge.decode(forged)
 
 
 def test_ps13_checkpoints_in_a_deque_keep_their_points():
