@@ -8,7 +8,13 @@ handed to ``count_ops`` and a ``match`` over the costs; ps12's ``atom`` by ``fun
 ``contextlib`` context manager, dead code found with a ``deque``, a compiler in a ``dataclass``, a jit whose
 caches live in a ``weakref.WeakKeyDictionary`` keyed by the test's function behind ``functools.wraps``, and a
 jit that traces by itself through an ``lru_cache`` after a mistake in part 1 (the references' Tracer methods
-called back from the student's Tracers). The measured copy's shared memory is already counted.
+called back from the student's Tracers), a ``class Tracer(Tracer)`` with ``__slots__`` and its own operators
+(right, and with a broadcasting slip the references then patch), a ``copy.deepcopy`` of the program a reference
+``make_program`` made in the judge, and the jit's idioms after a slip in ``make_program``; ps13's ``match`` on the
+state, a descent from a generator, a step program written by a ``dataclass(slots=True)`` with rules in a dict
+keyed by the nodes, dead code by a ``deque``, a compiler exec'ing into a ``types.ModuleType``, each also after
+slips in ``final_step`` and ``step_program``. The measured copy's shared memory is already counted, and a
+hand-in that recognises the probes stays as the README's "Not guaranteed" list says.
 
 Found: ps13's checkpointed gradient is measured in a forked copy of the student's process that ends with its
 answer, so the answer must cross by value; checkpoints kept in a ``collections.deque`` (a stack, walked
