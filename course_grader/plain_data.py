@@ -3,6 +3,7 @@ handle (:mod:`course_grader.protocol`)."""
 
 from __future__ import annotations
 
+import array
 import base64
 import collections
 import copy
@@ -18,6 +19,7 @@ from course_grader.protocol import ABILITIES, MAX_DEPTH, MAX_ELEMENTS, MAX_VALUE
 MAX_KEPT_BYTES = 64 * 1024**2  # of the arrays a side keeps while it serves a call (Codec.kept)
 
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
+NUMBER_CODES = "bBhHiIlLqQfd"  # the typecodes of the array module's arrays of numbers
 
 
 class Codec:
@@ -119,6 +121,12 @@ class Codec:
             return {"$s": [self.encode(v, depth + 1) for v in value]}
         if kind is dict:
             return {"$d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        # The standard library's other containers of plain data, rebuilt as they are (ps13's checkpoints
+        # in a deque, or each in an array("d"), came back from a measured call, whose copy then ends)
+        if kind is collections.deque:
+            return {"$q": [[self.encode(v, depth + 1) for v in value], value.maxlen]}
+        if kind is array.array and value.typecode in NUMBER_CODES:
+            return {"$a": [value.typecode, [self.encode(v, depth + 1) for v in value]]}
         if kind is np.ndarray and value.dtype.kind in "biufc" and value.dtype != object:
             if self.arrays is not None and value.flags.writeable:
                 self.arrays.append(value)
@@ -218,6 +226,8 @@ class Codec:
             if any(len(p) != 2 for p in pairs):
                 raise ProtocolError("a dict entry is not a pair")
             return {self.decode(k, depth + 1): self.decode(v, depth + 1) for k, v in pairs}
+        if tag in ("$q", "$a"):
+            return _container(tag, checked_list(body), lambda items: [self.decode(v, depth + 1) for v in items])
         if tag == "$c":
             re, im = (float(self.decode(v, depth + 1)) for v in checked_list(body))
             return complex(re, im)
@@ -260,6 +270,22 @@ class Codec:
                 raise ProtocolError("a handle's abilities are letters of ABILITIES")
             return self.proxy(number, cls, like, able)
         raise ProtocolError(f"unknown tag {tag!r}")
+
+
+def _container(tag: str, fields: list, decode: Callable[[list], list]) -> Any:
+    """A deque (``$q``: its items and maxlen) or an array of the array module (``$a``: its typecode
+    and items), rebuilt."""
+    if len(fields) != 2:
+        raise ProtocolError("a malformed container")
+    first, second = fields
+    if tag == "$q" and (second is None or type(second) is int and second >= 0):
+        return collections.deque(decode(checked_list(first)), second)
+    if tag == "$a" and type(first) is str and len(first) == 1 and first in NUMBER_CODES:
+        try:
+            return array.array(first, decode(checked_list(second)))
+        except (TypeError, OverflowError):
+            raise ProtocolError("an array whose items do not fit its typecode") from None
+    raise ProtocolError("a malformed container")
 
 
 def _default_of(mapping: dict) -> tuple[Any] | None:

@@ -3,7 +3,8 @@
 The judge (:mod:`course_grader.judge`) runs the tests; the runner (:mod:`course_grader.runner`)
 runs the student's code in the sandbox. They talk over two pipes in newline-separated JSON
 messages. A value crosses as **plain data** (None, bools, ints, floats, complex numbers,
-strings, NumPy arrays of a numeric dtype, and lists, tuples, dicts and sets of these), which the
+strings, NumPy arrays of a numeric dtype, and lists, tuples, dicts, sets and deques of these, and
+arrays of numbers of the ``array`` module), which the
 receiver rebuilds from scratch, so an object of the student's can never pass itself off as a
 number or an array. Anything else stays where it lives and crosses as a **handle**, a number
 the other side uses to ask for operations on it (``{"$h": n}`` for the runner's objects,

@@ -9,6 +9,7 @@ plain functions of these names that do the same in-process.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import sys
@@ -112,7 +113,7 @@ def _holds_remote(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` is, or contains, an object of the student's process (a handle)."""
     if type(value) is Remote:
         return True
-    if type(value) in (list, tuple, set, frozenset) and depth < 64:
+    if type(value) in (list, tuple, set, frozenset, collections.deque) and depth < 64:
         return any(_holds_remote(v, depth + 1) for v in value)
     if type(value) is dict and depth < 64:
         return any(_holds_remote(v, depth + 1) for pair in value.items() for v in pair)
