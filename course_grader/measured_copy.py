@@ -2,7 +2,7 @@
 
 Where the grader has control groups and a freezer, the judge measures a call of the student's
 code (:meth:`CopyMeter.apart`) in a copy of the runner made for it: the runner, moved into
-fresh control groups, forks a standby copy there (``stand_by`` in :mod:`course_grader.runner`);
+fresh control groups, forks a standby copy there (:func:`course_grader.standby.stand_by`);
 the judge checks that the copy is a new child that shares no memory with the runner, moves the
 runner back and freezes it with every other process of the part (no signal of the student's
 thaws them), and only then sends the call, which nothing but the copy can make. Nothing held

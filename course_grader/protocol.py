@@ -73,9 +73,48 @@ def abilities(cls: type) -> str:
     return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
 
 
-# The one kind of Python's own attributes the runner may read of the judge's objects: a function's
-# name, which honest code prints (``print(f"{f.__name__} at {x}")``).
-NAMES = ("__name__", "__qualname__")
+# The kinds of Python's own attributes the runner may read of the judge's objects: a function's
+# name, which honest code prints (``print(f"{f.__name__} at {x}")``), and its signature, which
+# ``inspect.signature(f).bind(*args)`` reads (sent as :func:`parameters`).
+NAMES = ("__name__", "__qualname__", "__signature__")
+
+
+def parameters(function: Any) -> list:
+    """``inspect.signature(function)`` as data the runner makes a signature of again
+    (:func:`signature`): each parameter's name, kind, whether it has a default, and the default."""
+    import inspect
+
+    try:
+        found = inspect.signature(function)
+    except (TypeError, ValueError):  # none to read (a builtin's): none on the student's side either
+        raise AttributeError("__signature__") from None
+    return [
+        [p.name, int(p.kind), p.default is not p.empty, None if p.default is p.empty else p.default]
+        for p in found.parameters.values()
+    ]
+
+
+def signature(parameters: list) -> Any:
+    """The ``inspect.Signature`` that :func:`parameters` describes."""
+    from inspect import Parameter, Signature
+
+    kinds = {
+        int(kind): kind
+        for kind in (
+            Parameter.POSITIONAL_ONLY,
+            Parameter.POSITIONAL_OR_KEYWORD,
+            Parameter.VAR_POSITIONAL,
+            Parameter.KEYWORD_ONLY,
+            Parameter.VAR_KEYWORD,
+        )
+    }
+    return Signature(
+        [
+            Parameter(str(name), kinds[kind], default=default if has else Parameter.empty)
+            for name, kind, has, default in parameters
+        ]
+    )
+
 
 # Events of the runner while it runs the cells (before it serves requests).
 CELL_START = "cell-start"

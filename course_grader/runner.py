@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import gc
 import importlib.machinery
 import importlib.util
 import operator
@@ -37,7 +36,7 @@ from typing import Any
 _GRADER = importlib.machinery.ModuleSpec("course_grader", None, is_package=True)
 _GRADER.submodule_search_locations = [os.path.dirname(os.path.abspath(__file__))]
 sys.modules.setdefault("course_grader", importlib.util.module_from_spec(_GRADER))
-from course_grader.endpoint import ANSWERED, Endpoint, InPlace  # noqa: E402
+from course_grader.endpoint import Endpoint, InPlace  # noqa: E402
 from course_grader.kept_reads import KeptReads  # noqa: E402
 from course_grader.no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # noqa: E402
 from course_grader.notebook import (  # noqa: E402
@@ -67,8 +66,10 @@ from course_grader.protocol import (  # noqa: E402
     UNARY,
     abilities,
     convert,
+    signature,
 )
 from course_grader.reference_classes import StandsFor, stand_ins_of  # noqa: E402
+from course_grader.standby import settle, small_pages, stand_by  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
@@ -98,7 +99,9 @@ class Trusted:
         if name.startswith("__") and name not in NAMES:  # Python's probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         try:
-            return ask(self, "getattr", name=name)
+            found = ask(self, "getattr", name=name)
+            bound = object.__getattribute__(self, "_Trusted__bound")  # a method's signature lacks self
+            return signature(found[len(bound) :]) if name == "__signature__" else found
         except AttributeError:
             # Not on the judge's object: what the student's cells put on the notebook's class or on
             # course_lib's (a helper method, a class default such as ``Node.seen = False``), as in Jupyter.
@@ -261,7 +264,6 @@ RUNNER_MODULE = sys.modules[__name__]  # this file's module, alive while it stan
 REBOUND: dict[str, list] = {}  # notebook names a test rebinds for a while: what each was before
 _ABSENT = object()
 SET_RECURSION_LIMIT = sys.setrecursionlimit
-PR_SET_THP_DISABLE = 41  # prctl: no transparent huge pages for this process
 
 
 class RunnerCodec(Codec):
@@ -298,12 +300,11 @@ def serve(message: dict) -> Any:
             else:
                 NAMESPACE[str(message.get("name"))] = previous
         return None
-    if op == "settle":  # before the judge measures a call's memory: what is garbage goes back
-        gc.collect()
-        _release_free_memory()
+    if op == "settle":  # before the judge measures a call's memory
+        settle()
         return None
     if op == "standby":
-        return stand_by(message)
+        return stand_by(JUDGE, message)
     target = decode(message.get("target"))
     if op == "attribute":  # (True, None) for a method bound to target, else (False, the value)
         value = getattr(target, str(message.get("name")))
@@ -353,55 +354,6 @@ def serve(message: dict) -> Any:
     raise ValueError(f"unknown request {op!r}")
 
 
-COPY_HANDLES = 1 << 40
-
-
-def stand_by(message: dict) -> Any:
-    """A forked copy of this process answers this request, then the next one (the call the
-    judge measures, ps13's memory), and ends; this process waits for it.
-
-    The judge has this process in fresh control groups as it forks, so the copy is born there;
-    then it moves this process back and freezes it with the rest of the part, so that nothing
-    but the copy can make the call. The copy pays for every page it makes, and for every page
-    of this process it writes to (copied for it): a reserve set aside in advance, or memory
-    freed and kept by Python's allocator, lends the call nothing. This process answers only
-    for a copy that ended before it answered."""
-    told, tell = os.pipe()
-    child = os.fork()
-    if child == 0:
-        os.close(told)
-        gc.freeze()  # the collector leaves the objects of before alone: no page copied for it
-        JUDGE.codec.counter += COPY_HANDLES  # handles the judge may see of the copy's objects: never reused here
-        JUDGE.send({"re": message.get("id"), "value": None})
-        os.write(tell, b"!")
-        JUDGE.answer(JUDGE.receive())
-        os._exit(0)
-    os.close(tell)
-    status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-    answered = os.read(told, 1) == b"!"
-    os.close(told)
-    if answered:
-        return ANSWERED
-    how = f"killed by signal {-status}" if status < 0 else f"exit code {status}"
-    raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
-
-
-def _release_free_memory() -> None:
-    """Hand the C allocator's free memory back to the system (glibc's malloc_trim), so that a
-    measured call starts from what the process holds, not from what it held once."""
-    _libc("malloc_trim", 0)
-
-
-def _libc(function: str, *args: int) -> None:
-    """A function of glibc, where there is one (a measurement's help, never needed)."""
-    try:
-        import ctypes
-
-        getattr(ctypes.CDLL("libc.so.6"), function)(*args)
-    except (OSError, AttributeError):
-        pass
-
-
 def encodable(names: dict[str, Any]):
     """The names as the judge first sees them: numbers and strings by value, anything else
     (a list of a million entries, a model) by handle, read only if a test asks."""
@@ -443,7 +395,7 @@ def main() -> None:
     JUDGE.debug = job.get("debug") is True
     for name, value in job["rlimits"].items():  # before any of the student's code runs
         resource.setrlimit(getattr(resource, name), (value, value))
-    _libc("prctl", PR_SET_THP_DISABLE, 1, 0, 0, 0)  # 4 kB pages: no jump of 2 MB in measured memory
+    small_pages()
     forbid(must_forbid)  # a forked part's runner: a filter and a Landlock domain of its own, nested in the zygote's
     if job["course_lib_parent"] not in sys.path:
         sys.path.insert(0, job["course_lib_parent"])

@@ -68,6 +68,7 @@ RUNNER_MODULES = (
     "reference_classes.py",
     "notebook.py",
     "no_programs.py",
+    "standby.py",
     "zygote.py",
 )
 INSIDE_HOME = "/home/student"

@@ -18,7 +18,17 @@ from typing import Any
 
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, NAMES, UNARY, ProtocolError, abilities, convert
+from course_grader.protocol import (
+    BINARY,
+    COMPARISONS,
+    CONVERSIONS,
+    NAMES,
+    UNARY,
+    ProtocolError,
+    abilities,
+    convert,
+    parameters,
+)
 from course_grader.reference_classes import A_CLASS
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
@@ -421,6 +431,8 @@ def _serve(message: dict) -> Any:
         return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
     if op == "getattr":
         name = str(message.get("name"))
+        if name == "__signature__" and not _hidden(target):  # a hidden test's holds its text and inputs
+            return parameters(target)
         if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or _named_in_hidden_test(target)):
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
@@ -453,10 +465,13 @@ def _named_in_hidden_test(target: Any) -> bool:
     """Whether ``target`` is a function a hidden test defines under a name of its own (a lambda
     at its top level is '<lambda>'): its name, which its names and repr show, is the hidden test's
     text. Other functions' names (``f.__name__``, which honest code prints) may be read."""
-    function = getattr(target, "__func__", target)
-    code = getattr(function, "__code__", None)
-    hidden = isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
-    return hidden and getattr(function, "__qualname__", None) != "<lambda>"
+    return _hidden(target) and getattr(getattr(target, "__func__", target), "__qualname__", None) != "<lambda>"
+
+
+def _hidden(target: Any) -> bool:
+    """Whether ``target`` is a function a hidden test defines."""
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    return isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
 
 
 def _from_reference(target: Any) -> bool:

@@ -22,15 +22,15 @@ Jupyter (the cell defines it before calling the answer) and 0/1 graded, which is
 runner runs only earlier test cells' lines).
 
 Found: ``inspect.signature`` of a test's function (a tracer that names the arguments it passes
-with ``signature(f).bind``) raises on the student's side, where the function is a stand-in whose
-defaults and code the judge keeps: a strict xfail (README, "Not guaranteed").
+with ``signature(f).bind``) raised on the student's side, where the function is a stand-in: 0/3
+where 3/3 is fair. The judge now sends a function's signature, but for a hidden test's own
+functions, whose defaults hold its inputs and counters (ps06's ``lambda x, f=f: ...``).
 Each case grades a crafted hand-in in the real sandbox (``grade`` of test_verdict_seams.py) and
 asserts the fair score: what the notebook scores when it runs top to bottom in Jupyter.
 """
 
 from __future__ import annotations
 
-import pytest
 from test_verdict_seams import grade
 
 PS06, PS07 = "ps06_custom_rules_jacobians", "ps07_tensor_vjps"
@@ -165,10 +165,10 @@ def test_ps09_stdlib_buffers_and_gradients_point_by_point_keep_their_points():
 
 # ps09 part 3, honest: the gradient function wrapped in a tracer that names the arguments it is
 # called with, as a logging decorator does (inspect.signature(f).bind). In Jupyter the test's
-# f_grad is a function with a signature: 3/3. Graded it is the stand-in of a function that lives
-# in the judge, whose defaults and code the student's side is never shown (a hidden test's
-# function may close over its inputs and counters: ps06's counted_f, `lambda x, f=f: ...`), and
-# inspect takes a callable with __get__ for a builtin without a text signature: ValueError, 0/3.
+# f_grad (made by the set-up's gradient_function) is a function with a signature: 3/3. Graded it
+# was the stand-in of a function that lives in the judge, which inspect took for a builtin without
+# a text signature: ValueError, 0/3. The judge now sends the signature (its defaults as handles,
+# which the student's code may read but not call) of every function but a hidden test's own.
 SIGNATURE_OF_F_GRAD = {
     "integrated_gradients_riemann": """
 import inspect
@@ -193,10 +193,38 @@ def integrated_gradients_riemann(f_grad, x, baseline, steps):
 }
 
 
-@pytest.mark.xfail(strict=True, reason="a test's function has no signature on the student's side (README)")
 def test_ps09_the_signature_of_the_tests_function_reads_as_in_jupyter():
     got = grade(PS09, SIGNATURE_OF_F_GRAD, {"test_integrated_gradients_riemann"})
     assert points(got) == {"test_integrated_gradients_riemann": 3}, got
+
+
+# ps06 part 4, hostile: counted_f, a lambda of the hidden test, keeps the uncounted f as its
+# default (`lambda x, f=f: ...`). A hidden test's function shows no signature: a hand-in that
+# reads one (and would evaluate f uncounted through it) gets ValueError, as for a builtin. The
+# hand-in below answers right only when no signature can be read, so 2/2 proves the withholding.
+READS_THE_HIDDEN_DEFAULTS = {
+    "jacobian_by_vjps": """
+import inspect
+
+
+def jacobian_by_vjps(f, x):
+    try:
+        inspect.signature(f)
+    except ValueError:  # the visible tests' functions are the set-up's; counted_f shows none
+        pass
+    else:
+        if "f" in inspect.signature(f).parameters:
+            return np.zeros((1, 1))  # the hidden test's default reached: the check fails
+    y, vjp_fn = vjp(f, np.asarray(x, dtype=float))
+    m = int(np.prod(y.shape))
+    return np.stack([vjp_fn(np.eye(m)[i]).data for i in range(m)])
+""",
+}
+
+
+def test_ps06_a_hidden_tests_function_shows_no_signature():
+    got = grade(PS06, READS_THE_HIDDEN_DEFAULTS, {"test_jacobian_by_vjps"})
+    assert points(got) == {"test_jacobian_by_vjps": 2}, got
 
 
 # ps07 and ps10, honest (held): NumPy's out= buffers, einsum and tensordot; PyTorch's leaves from
