@@ -25,6 +25,7 @@ standard library and NumPy only: the runner imports them inside the sandbox.
 from __future__ import annotations
 
 import builtins
+import inspect
 import operator
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
@@ -43,7 +44,7 @@ import numpy as np
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor")
 COMPARISONS = ("lt", "le", "gt", "ge")
 UNARY = ("neg", "pos", "abs", "invert")
-CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array")
+CONVERSIONS = ("float", "int", "bool", "complex", "index", "str", "repr", "array", "signature")
 # What Python asks of an object's type, not of the object (``callable(f)``, ``hasattr(x,
 # "__len__")``, ``isinstance(x, Iterable)``): a handle of the judge's says which its object's class
 # has, and the runner's stand-in for it has those and no others, so that such checks answer there
@@ -71,6 +72,11 @@ def abilities(cls: type) -> str:
         found.update((dunder, vars(klass)[dunder]) for dunder in found if dunder in vars(klass))
     return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
 
+
+# A handle's mark beside its abilities: an object of the judge's that the student's code made (an
+# instance of a reference's class, or a copy it asked for), its own in Jupyter, so the attributes it
+# sets go to that object (the test's objects are read-only: what it sets on them stays on its side).
+MADE = "w"
 
 # The one kind of Python's own attributes the runner may read of the judge's objects: a function's
 # name, which honest code prints (``print(f"{f.__name__} at {x}")``).
@@ -157,9 +163,21 @@ def convert(value: Any, to: str) -> Any:
         return np.array(array)
     if to == "index":
         return operator.index(value)
+    if to == "signature":  # [[name, kind, [default] or []], ...]: inspect.signature(f) of a test's f
+        found = inspect.signature(value).parameters.values()
+        return [[p.name, int(p.kind), [] if p.default is p.empty else [p.default]] for p in found]
     plain: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": bool, "complex": complex}
     plain.update(str=str, repr=repr)
     return plain[to](value)
+
+
+def signature(parameters: list) -> inspect.Signature:
+    """A function's signature from its ``convert(f, "signature")``: where the student's code runs,
+    ``inspect.signature`` of a test's function counts its parameters, as in Jupyter."""
+    empty = inspect.Parameter.empty
+    return inspect.Signature(
+        [inspect.Parameter(str(n), inspect._ParameterKind(k), default=d[0] if d else empty) for n, k, d in parameters]
+    )
 
 
 def clip(text: str, limit: int = 4000) -> str:

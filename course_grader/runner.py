@@ -38,6 +38,7 @@ _GRADER = importlib.machinery.ModuleSpec("course_grader", None, is_package=True)
 _GRADER.submodule_search_locations = [os.path.dirname(os.path.abspath(__file__))]
 sys.modules.setdefault("course_grader", importlib.util.module_from_spec(_GRADER))
 from course_grader.endpoint import ANSWERED, Endpoint, InPlace  # noqa: E402
+from course_grader.glibc import libc, release_free_memory  # noqa: E402
 from course_grader.kept_reads import KeptReads  # noqa: E402
 from course_grader.no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # noqa: E402
 from course_grader.notebook import (  # noqa: E402
@@ -61,12 +62,14 @@ from course_grader.protocol import (  # noqa: E402
     CELL_END,
     CELL_START,
     COMPARISONS,
+    MADE,
     NAMES,
     READY,
     SETUP_FAILED,
     UNARY,
     abilities,
     convert,
+    signature,
 )
 from course_grader.reference_classes import StandsFor, stand_ins_of  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
@@ -78,17 +81,26 @@ class Trusted:
     """One of the judge's objects: a function the test hands over, a graph it built, a class of
     a reference solution. Every operation is a request to the judge, which answers with plain
     data or another handle; the judge's objects are read-only here. Attributes the student's
-    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's.
+    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's;
+    but an object the student's code made (:data:`MADE`: one of a reference's class, or a copy)
+    is its own in Jupyter, and what it sets there goes to the judge's object.
 
     Each stand-in is of a subclass (:func:`stand_in`) with the protocol methods its object's
     class has (``__call__``, ``__len__`` ...: :data:`ABILITIES`) and no others. A callable one,
     as a class attribute, binds like a function, so a reference method that the judge sets on
     the student's class works as ``x * y``."""
 
-    __slots__ = ("_Trusted__number", "_Trusted__bound", "_Trusted__like", "_Trusted__own", "__weakref__")
+    __slots__ = (
+        "_Trusted__number",
+        "_Trusted__bound",
+        "_Trusted__like",
+        "_Trusted__own",
+        "_Trusted__made",
+        "__weakref__",
+    )
 
-    def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = ()):
-        for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {})):
+    def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = (), made: bool = False):
+        for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {}), ("made", made)):
             object.__setattr__(self, f"_Trusted__{slot}", value)
 
     def __getattr__(self, name: str) -> Any:
@@ -114,7 +126,10 @@ class Trusted:
             return found.__get__(self, cls) if hasattr(type(found), "__get__") else found
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__getattribute__(self, "_Trusted__own")[name] = value
+        if object.__getattribute__(self, "_Trusted__made"):
+            ask(self, "setattr", name=name, value=encode(value))
+        else:
+            object.__getattribute__(self, "_Trusted__own")[name] = value
 
     def __delattr__(self, name: str) -> None:
         if object.__getattribute__(self, "_Trusted__own").pop(name, MISSING) is MISSING:
@@ -155,14 +170,15 @@ def stand_in(number: int, kind: str, like: str, able: str) -> Trusted:
     """The stand-in for the judge's object ``number``: with the protocol methods its class has
     (``able``, as the judge says) and those the student's cells gave the notebook's class."""
     cls = notebook_class(like or kind)
-    return stand_in_class("".join(sorted({*able, *(abilities(cls) if cls else "")})))(number, kind, like)
+    methods = "".join(sorted({*able.replace(MADE, ""), *(abilities(cls) if cls else "")}))
+    return stand_in_class(methods)(number, kind, like, made=MADE in able)
 
 
 @functools.cache
 def stand_in_class(able: str) -> type:
     methods = {ABILITIES[letter]: PROTOCOL[ABILITIES[letter]] for letter in able}
     if "c" in able:
-        methods["__get__"] = _bind
+        methods.update(__get__=_bind, __signature__=property(lambda f: signature(ask(f, "convert", to="signature"))))
     return type("Trusted", (Trusted,), {"__slots__": (), "__doc__": Trusted.__doc__, **methods})
 
 
@@ -268,7 +284,7 @@ class RunnerCodec(Codec):
     classes: set[str] = set()  # the notebook's classes
 
     def kind(self, value: Any) -> list[str]:
-        return described(value, self.classes)
+        return described(value, self.classes, NAMESPACE)
 
     def setup_function(self, name: str) -> Any:
         raise NameError(f"the notebook's set-up cells define no {name!r}")
@@ -300,7 +316,7 @@ def serve(message: dict) -> Any:
         return None
     if op == "settle":  # before the judge measures a call's memory: what is garbage goes back
         gc.collect()
-        _release_free_memory()
+        release_free_memory()
         return None
     if op == "standby":
         return stand_by(message)
@@ -386,22 +402,6 @@ def stand_by(message: dict) -> Any:
     raise RuntimeError(f"the copy for the measured call ended before it answered ({how})")
 
 
-def _release_free_memory() -> None:
-    """Hand the C allocator's free memory back to the system (glibc's malloc_trim), so that a
-    measured call starts from what the process holds, not from what it held once."""
-    _libc("malloc_trim", 0)
-
-
-def _libc(function: str, *args: int) -> None:
-    """A function of glibc, where there is one (a measurement's help, never needed)."""
-    try:
-        import ctypes
-
-        getattr(ctypes.CDLL("libc.so.6"), function)(*args)
-    except (OSError, AttributeError):
-        pass
-
-
 def encodable(names: dict[str, Any]):
     """The names as the judge first sees them: numbers and strings by value, anything else
     (a list of a million entries, a model) by handle, read only if a test asks."""
@@ -443,7 +443,7 @@ def main() -> None:
     JUDGE.debug = job.get("debug") is True
     for name, value in job["rlimits"].items():  # before any of the student's code runs
         resource.setrlimit(getattr(resource, name), (value, value))
-    _libc("prctl", PR_SET_THP_DISABLE, 1, 0, 0, 0)  # 4 kB pages: no jump of 2 MB in measured memory
+    libc("prctl", PR_SET_THP_DISABLE, 1, 0, 0, 0)  # 4 kB pages: no jump of 2 MB in measured memory
     forbid(must_forbid)  # a forked part's runner: a filter and a Landlock domain of its own, nested in the zygote's
     if job["course_lib_parent"] not in sys.path:
         sys.path.insert(0, job["course_lib_parent"])

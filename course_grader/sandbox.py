@@ -69,6 +69,7 @@ RUNNER_MODULES = (
     "notebook.py",
     "no_programs.py",
     "zygote.py",
+    "glibc.py",
 )
 INSIDE_HOME = "/home/student"
 INSIDE_GRADER = "/opt/course_grader"

@@ -18,7 +18,17 @@ from typing import Any
 
 from course_grader.endpoint import Endpoint
 from course_grader.plain_data import Codec, described
-from course_grader.protocol import BINARY, COMPARISONS, CONVERSIONS, NAMES, UNARY, ProtocolError, abilities, convert
+from course_grader.protocol import (
+    BINARY,
+    COMPARISONS,
+    CONVERSIONS,
+    MADE,
+    NAMES,
+    UNARY,
+    ProtocolError,
+    abilities,
+    convert,
+)
 from course_grader.reference_classes import A_CLASS
 
 CHANNEL: Endpoint  # to the student's process of the part being judged
@@ -230,8 +240,10 @@ def _operates_there(remote: Remote) -> bool:
     notebook's own classes (a dual number, a Value), and for anything while the student's
     code is being served (a function to differentiate builds on its arguments). Otherwise
     the object is first turned into plain numbers, so a test's ``abs(result - expected)``
-    never asks the student's object for the answer."""
-    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__kind") in ARITHMETIC
+    never asks the student's object for the answer. An object is of a notebook's class as the
+    runner takes it (:func:`course_grader.plain_data.described`: a subclass, or a class bound to
+    the class's name)."""
+    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__like") in ARITHMETIC
 
 
 def _numbers(remote: Remote) -> Any:
@@ -277,6 +289,7 @@ class JudgeCodec(Codec):
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
         self.reference_classes: set[int] = set()  # ids of the classes references made: classes there too
+        self.made: dict[int, Any] = {}  # id -> what the student's code made of the judge's (protocol.MADE)
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
         self.text_size = 0  # characters of the strings in texts
@@ -314,7 +327,7 @@ class JudgeCodec(Codec):
         names = described(value, ARITHMETIC)
         known = course_lib_class(names[-1]) or names[-1] in ARITHMETIC
         cls, like = (names + [""])[:2] if known else ("", "")
-        return [cls, like, abilities(type(value))]
+        return [cls, like, abilities(type(value)) + (MADE if self.made.get(id(value)) is value else "")]
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         value = super().decode(data, depth)
@@ -418,7 +431,8 @@ def _serve(message: dict) -> Any:
     if op == "call":
         if number not in codec.callable and not _from_reference(target):
             raise ReadOnly("only the functions a test hands to your code may be called")
-        return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+        result = target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+        return _made(result) if id(target) in codec.reference_classes else result
     if op == "getattr":
         name = str(message.get("name"))
         if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or _named_in_hidden_test(target)):
@@ -435,7 +449,10 @@ def _serve(message: dict) -> Any:
     if op == "isinstance":
         return isinstance(codec.decode(message.get("item")), target)
     if op == "copy":
-        return copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
+        copied = copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
+        return _made(copied) if copied is not target else copied
+    if op == "setattr" and codec.made.get(id(target)) is target and not str(message.get("name")).startswith("__"):
+        return setattr(target, str(message["name"]), codec.decode(message.get("value")))  # their own object's
     if op == "binop" and message.get("name") in BINARY + COMPARISONS:
         function = getattr(operator, str(message["name"]))
         other = codec.decode(message.get("other"))
@@ -447,6 +464,13 @@ def _serve(message: dict) -> Any:
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
+
+
+def _made(value: Any) -> Any:
+    """``value``, made by the student's code (one of a reference's class, or a copy): its own to set
+    attributes of, as in Jupyter (ps02's ``MyDual(0.0, 0.0)`` given its parts lost part 2, 0/2)."""
+    CHANNEL.codec.made[id(value)] = value
+    return value
 
 
 def _named_in_hidden_test(target: Any) -> bool:
