@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from course_grader.protocol import ABILITIES, MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
+from course_grader.protocol import ABILITIES, MADE, MAX_DEPTH, MAX_ELEMENTS, MAX_VALUES, ProtocolError
 
 MAX_KEPT_BYTES = 64 * 1024**2  # of the arrays a side keeps while it serves a call (Codec.kept)
 
@@ -266,8 +266,8 @@ class Codec:
             number, cls, like, able = (fields + ["", "", ""])[:4]
             if type(number) is not int or number <= 0 or any(type(n) is not str or len(n) > 300 for n in (cls, like)):
                 raise ProtocolError("a malformed handle")
-            if type(able) is not str or not set(able) <= set(ABILITIES):
-                raise ProtocolError("a handle's abilities are letters of ABILITIES")
+            if type(able) is not str or not set(able) <= {*ABILITIES, MADE}:
+                raise ProtocolError("a handle's abilities are letters of ABILITIES (or MADE)")
             return self.proxy(number, cls, like, able)
         raise ProtocolError(f"unknown tag {tag!r}")
 
@@ -309,15 +309,21 @@ def _plain(value: Any) -> bool:
     return kind is dict and all(_plain(k) and _plain(v) for k, v in value.items())
 
 
-def described(value: Any, notebook_classes: set[str]) -> list[str]:
+def described(value: Any, notebook_classes: set[str], bound: dict[str, Any] | None = None) -> list[str]:
     """The class of ``value`` and, where that class is neither course_lib's nor one of the
     notebook's (``module.qualname``), its first base class that is: a student's ``class
-    PrunedProgram(Program)`` is taken for a Program, as ``isinstance`` takes it in Jupyter."""
+    PrunedProgram(Program)`` is taken for a Program, as ``isinstance`` takes it in Jupyter. With
+    ``bound`` (the notebook's names), a class bound to a notebook class's name is taken for it:
+    ``MyDual = DualNumber`` is the student's ``MyDual`` (its objects lost ps02's part 1, 0/3)."""
     exact = f"{type(value).__module__}.{type(value).__qualname__}"
     for cls in type(value).__mro__:
         name = f"{cls.__module__}.{cls.__qualname__}"
         if cls.__module__.split(".")[0] == "course_lib" or name in notebook_classes:
             return [exact] if name == exact else [exact, name]
+    for name in sorted(notebook_classes) if bound is not None else ():
+        cls = bound.get(name.rpartition(".")[2])
+        if name.startswith("__main__.") and isinstance(cls, type) and issubclass(type(value), cls):
+            return [exact, name]
     return [exact]
 
 

@@ -73,29 +73,19 @@ def abilities(cls: type) -> str:
     return "".join(letter for letter, dunder in ABILITIES.items() if found[dunder] is not None)
 
 
+# A handle's mark beside its abilities: an object of the judge's that the student's code made (an
+# instance of a reference's class, or a copy it asked for), its own in Jupyter, so the attributes it
+# sets go to that object (the test's objects are read-only: what it sets on them stays on its side).
+MADE = "w"
+
 # The kinds of Python's own attributes the runner may read of the judge's objects: a function's
 # name, which honest code prints (``print(f"{f.__name__} at {x}")``), and its signature, which
-# ``inspect.signature(f).bind(*args)`` reads (sent as :func:`parameters`).
+# ``inspect.signature(f).bind(*args)`` reads (sent as :func:`course_grader.introspection.parameters`).
 NAMES = ("__name__", "__qualname__", "__signature__")
 
 
-def parameters(function: Any) -> list:
-    """``inspect.signature(function)`` as data the runner makes a signature of again
-    (:func:`signature`): each parameter's name, kind, whether it has a default, and the default."""
-    import inspect
-
-    try:
-        found = inspect.signature(function)
-    except (TypeError, ValueError):  # none to read (a builtin's): none on the student's side either
-        raise AttributeError("__signature__") from None
-    return [
-        [p.name, int(p.kind), p.default is not p.empty, None if p.default is p.empty else p.default]
-        for p in found.parameters.values()
-    ]
-
-
 def signature(parameters: list) -> Any:
-    """The ``inspect.Signature`` that :func:`parameters` describes."""
+    """The ``inspect.Signature`` that :func:`course_grader.introspection.parameters` describes."""
     from inspect import Parameter, Signature
 
     kinds = {

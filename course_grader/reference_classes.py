@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from course_grader.notebook import NAMESPACE
+from course_grader.protocol import MADE
 
 A_CLASS = "builtins.type"  # what the judge says of a reference's class it hands over (its ``kind``)
 SEQUENCE = ("__iter__", "__len__", "__getitem__", "__contains__")  # how the student's code unpacks one
@@ -49,8 +50,8 @@ def stand_ins_of(plain: Callable[..., Any], with_abilities: Callable[[str], type
             type.__setattr__(made, "_judges", plain(number, "", "", "c"))  # calls and reads go through it
             classes[like] = made
             return made
-        if kind in classes:
-            return type.__call__(classes[kind], number, kind, like)  # not StandsFor's: made here
+        if kind in classes:  # not StandsFor's call: made here
+            return type.__call__(classes[kind], number, kind, like, made=MADE in able)
         return plain(number, kind, like, able)
 
     return stand_in

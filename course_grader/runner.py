@@ -60,6 +60,7 @@ from course_grader.protocol import (  # noqa: E402
     CELL_END,
     CELL_START,
     COMPARISONS,
+    MADE,
     NAMES,
     READY,
     SETUP_FAILED,
@@ -79,17 +80,26 @@ class Trusted:
     """One of the judge's objects: a function the test hands over, a graph it built, a class of
     a reference solution. Every operation is a request to the judge, which answers with plain
     data or another handle; the judge's objects are read-only here. Attributes the student's
-    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's.
+    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's;
+    but an object the student's code made (:data:`MADE`: one of a reference's class, or a copy)
+    is its own in Jupyter, and what it sets there goes to the judge's object.
 
     Each stand-in is of a subclass (:func:`stand_in`) with the protocol methods its object's
     class has (``__call__``, ``__len__`` ...: :data:`ABILITIES`) and no others. A callable one,
     as a class attribute, binds like a function, so a reference method that the judge sets on
     the student's class works as ``x * y``."""
 
-    __slots__ = ("_Trusted__number", "_Trusted__bound", "_Trusted__like", "_Trusted__own", "__weakref__")
+    __slots__ = (
+        "_Trusted__number",
+        "_Trusted__bound",
+        "_Trusted__like",
+        "_Trusted__own",
+        "_Trusted__made",
+        "__weakref__",
+    )
 
-    def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = ()):
-        for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {})):
+    def __init__(self, number: int, kind: str = "", like: str = "", bound: tuple = (), made: bool = False):
+        for slot, value in (("number", number), ("bound", bound), ("like", like or kind), ("own", {}), ("made", made)):
             object.__setattr__(self, f"_Trusted__{slot}", value)
 
     def __getattr__(self, name: str) -> Any:
@@ -117,7 +127,10 @@ class Trusted:
             return found.__get__(self, cls) if hasattr(type(found), "__get__") else found
 
     def __setattr__(self, name: str, value: Any) -> None:
-        object.__getattribute__(self, "_Trusted__own")[name] = value
+        if object.__getattribute__(self, "_Trusted__made"):
+            ask(self, "setattr", name=name, value=encode(value))
+        else:
+            object.__getattribute__(self, "_Trusted__own")[name] = value
 
     def __delattr__(self, name: str) -> None:
         if object.__getattribute__(self, "_Trusted__own").pop(name, MISSING) is MISSING:
@@ -158,7 +171,8 @@ def stand_in(number: int, kind: str, like: str, able: str) -> Trusted:
     """The stand-in for the judge's object ``number``: with the protocol methods its class has
     (``able``, as the judge says) and those the student's cells gave the notebook's class."""
     cls = notebook_class(like or kind)
-    return stand_in_class("".join(sorted({*able, *(abilities(cls) if cls else "")})))(number, kind, like)
+    methods = "".join(sorted({*able.replace(MADE, ""), *(abilities(cls) if cls else "")}))
+    return stand_in_class(methods)(number, kind, like, made=MADE in able)
 
 
 @functools.cache
@@ -270,7 +284,7 @@ class RunnerCodec(Codec):
     classes: set[str] = set()  # the notebook's classes
 
     def kind(self, value: Any) -> list[str]:
-        return described(value, self.classes)
+        return described(value, self.classes, NAMESPACE)
 
     def setup_function(self, name: str) -> Any:
         raise NameError(f"the notebook's set-up cells define no {name!r}")

@@ -17,17 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 from course_grader.endpoint import Endpoint
+from course_grader.introspection import HIDDEN_ATTRIBUTES, named_in_hidden_test, parameters
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import (
     BINARY,
     COMPARISONS,
     CONVERSIONS,
+    MADE,
     NAMES,
     UNARY,
     ProtocolError,
     abilities,
     convert,
-    parameters,
 )
 from course_grader.reference_classes import A_CLASS
 
@@ -240,8 +241,10 @@ def _operates_there(remote: Remote) -> bool:
     notebook's own classes (a dual number, a Value), and for anything while the student's
     code is being served (a function to differentiate builds on its arguments). Otherwise
     the object is first turned into plain numbers, so a test's ``abs(result - expected)``
-    never asks the student's object for the answer."""
-    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__kind") in ARITHMETIC
+    never asks the student's object for the answer. An object is of a notebook's class as the
+    runner takes it (:func:`course_grader.plain_data.described`: a subclass, or a class bound to
+    the class's name)."""
+    return SERVING[0] > 0 or object.__getattribute__(remote, "_Remote__like") in ARITHMETIC
 
 
 def _numbers(remote: Remote) -> Any:
@@ -287,6 +290,7 @@ class JudgeCodec(Codec):
         self.granting = False
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
         self.reference_classes: set[int] = set()  # ids of the classes references made: classes there too
+        self.made: dict[int, Any] = {}  # id -> what the student's code made of the judge's (protocol.MADE)
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
         self.text_size = 0  # characters of the strings in texts
@@ -324,7 +328,7 @@ class JudgeCodec(Codec):
         names = described(value, ARITHMETIC)
         known = course_lib_class(names[-1]) or names[-1] in ARITHMETIC
         cls, like = (names + [""])[:2] if known else ("", "")
-        return [cls, like, abilities(type(value))]
+        return [cls, like, abilities(type(value)) + (MADE if self.made.get(id(value)) is value else "")]
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         value = super().decode(data, depth)
@@ -393,11 +397,6 @@ def written_back(args: tuple, kwargs: dict, encode: Callable[[Any], Any]) -> tup
         codec.arrays = None
 
 
-# What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,
-# __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
-HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
-
-
 class ReadOnly(Exception):
     """The student's code tried to change or call one of the test's objects."""
 
@@ -428,12 +427,13 @@ def _serve(message: dict) -> Any:
     if op == "call":
         if number not in codec.callable and not _from_reference(target):
             raise ReadOnly("only the functions a test hands to your code may be called")
-        return target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+        result = target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+        return _made(result) if id(target) in codec.reference_classes else result
     if op == "getattr":
         name = str(message.get("name"))
-        if name == "__signature__" and not _hidden(target):  # a hidden test's holds its text and inputs
+        if name == "__signature__":
             return parameters(target)
-        if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or _named_in_hidden_test(target)):
+        if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or named_in_hidden_test(target)):
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
@@ -447,31 +447,28 @@ def _serve(message: dict) -> Any:
     if op == "isinstance":
         return isinstance(codec.decode(message.get("item")), target)
     if op == "copy":
-        return copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
+        copied = copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
+        return _made(copied) if copied is not target else copied
+    if op == "setattr" and codec.made.get(id(target)) is target and not str(message.get("name")).startswith("__"):
+        return setattr(target, str(message["name"]), codec.decode(message.get("value")))  # their own object's
     if op == "binop" and message.get("name") in BINARY + COMPARISONS:
         function = getattr(operator, str(message["name"]))
         other = codec.decode(message.get("other"))
         return function(other, target) if message.get("reflected") else function(target, other)
     if op == "unary" and message.get("name") in UNARY:
         return getattr(operator, str(message["name"]))(target)
-    if op == "convert" and message.get("to") in ("repr", "str") and _named_in_hidden_test(target):
+    if op == "convert" and message.get("to") in ("repr", "str") and named_in_hidden_test(target):
         return "<a function of the hidden test>"
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
 
 
-def _named_in_hidden_test(target: Any) -> bool:
-    """Whether ``target`` is a function a hidden test defines under a name of its own (a lambda
-    at its top level is '<lambda>'): its name, which its names and repr show, is the hidden test's
-    text. Other functions' names (``f.__name__``, which honest code prints) may be read."""
-    return _hidden(target) and getattr(getattr(target, "__func__", target), "__qualname__", None) != "<lambda>"
-
-
-def _hidden(target: Any) -> bool:
-    """Whether ``target`` is a function a hidden test defines."""
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
-    return isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
+def _made(value: Any) -> Any:
+    """``value``, made by the student's code (one of a reference's class, or a copy): its own to set
+    attributes of, as in Jupyter (ps02's ``MyDual(0.0, 0.0)`` given its parts lost part 2, 0/2)."""
+    CHANNEL.codec.made[id(value)] = value
+    return value
 
 
 def _from_reference(target: Any) -> bool:

@@ -13,8 +13,8 @@ import os
 import pytest
 from test_verdict_seams import grade
 
+from course_grader.introspection import named_in_hidden_test
 from course_grader.limits import Limits
-from course_grader.stand_ins import _named_in_hidden_test
 
 PS01 = "ps01_finite_differences"
 ALL_PARTS = {
@@ -92,8 +92,8 @@ def test_a_hidden_tests_own_function_names_stay_in_the_judge():
     scope: dict = {}
     exec(compile("def probe_twice(t):\n    return t\nsquare = lambda t: t * t\n", "<hidden test>", "exec"), scope)
     exec(compile("def given(t):\n    return t\n", "<set-up tools>", "exec"), scope)
-    assert not _named_in_hidden_test(scope["square"]) and not _named_in_hidden_test(scope["given"])
-    assert _named_in_hidden_test(scope["probe_twice"])
+    assert not named_in_hidden_test(scope["square"]) and not named_in_hidden_test(scope["given"])
+    assert named_in_hidden_test(scope["probe_twice"])
 
 
 # Honest: a process pool of one worker per core, Pool(os.cpu_count()), as on a 16-core grading

@@ -23,8 +23,9 @@ runner runs only earlier test cells' lines).
 
 Found: ``inspect.signature`` of a test's function (a tracer that names the arguments it passes
 with ``signature(f).bind``) raised on the student's side, where the function is a stand-in: 0/3
-where 3/3 is fair. The judge now sends a function's signature, but for a hidden test's own
-functions, whose defaults hold its inputs and counters (ps06's ``lambda x, f=f: ...``).
+where 3/3 is fair. The judge now sends a function's signature; a hidden test's own function's
+with its parameters numbered and its defaults a placeholder, since they hold the test's inputs
+and counters (ps06's ``lambda x, f=f: ...``).
 Each case grades a crafted hand-in in the real sandbox (``grade`` of test_verdict_seams.py) and
 asserts the fair score: what the notebook scores when it runs top to bottom in Jupyter.
 """
@@ -167,8 +168,8 @@ def test_ps09_stdlib_buffers_and_gradients_point_by_point_keep_their_points():
 # called with, as a logging decorator does (inspect.signature(f).bind). In Jupyter the test's
 # f_grad (made by the set-up's gradient_function) is a function with a signature: 3/3. Graded it
 # was the stand-in of a function that lives in the judge, which inspect took for a builtin without
-# a text signature: ValueError, 0/3. The judge now sends the signature (its defaults as handles,
-# which the student's code may read but not call) of every function but a hidden test's own.
+# a text signature: ValueError, 0/3. The judge now sends a function's signature (its defaults as
+# objects the student's code may read but not call; a hidden test's own function's numbered).
 SIGNATURE_OF_F_GRAD = {
     "integrated_gradients_riemann": """
 import inspect
@@ -199,22 +200,18 @@ def test_ps09_the_signature_of_the_tests_function_reads_as_in_jupyter():
 
 
 # ps06 part 4, hostile: counted_f, a lambda of the hidden test, keeps the uncounted f as its
-# default (`lambda x, f=f: ...`). A hidden test's function shows no signature: a hand-in that
-# reads one (and would evaluate f uncounted through it) gets ValueError, as for a builtin. The
-# hand-in below answers right only when no signature can be read, so 2/2 proves the withholding.
+# default (`lambda x, f=f: ...`). A hidden test's function shows its signature with its parameters
+# numbered and its defaults a placeholder: the hand-in below answers right only when it cannot
+# reach that f (nor its name), so 2/2 proves the masking.
 READS_THE_HIDDEN_DEFAULTS = {
     "jacobian_by_vjps": """
 import inspect
 
 
 def jacobian_by_vjps(f, x):
-    try:
-        inspect.signature(f)
-    except ValueError:  # the visible tests' functions are the set-up's; counted_f shows none
-        pass
-    else:
-        if "f" in inspect.signature(f).parameters:
-            return np.zeros((1, 1))  # the hidden test's default reached: the check fails
+    for parameter in inspect.signature(f).parameters.values():
+        if parameter.name == "f" or callable(parameter.default):
+            return np.zeros((1, 1))  # the hidden test's uncounted f reached: the check fails
     y, vjp_fn = vjp(f, np.asarray(x, dtype=float))
     m = int(np.prod(y.shape))
     return np.stack([vjp_fn(np.eye(m)[i]).data for i in range(m)])
@@ -222,7 +219,7 @@ def jacobian_by_vjps(f, x):
 }
 
 
-def test_ps06_a_hidden_tests_function_shows_no_signature():
+def test_ps06_a_hidden_tests_function_shows_no_names_nor_defaults():
     got = grade(PS06, READS_THE_HIDDEN_DEFAULTS, {"test_jacobian_by_vjps"})
     assert points(got) == {"test_jacobian_by_vjps": 2}, got
 

@@ -1,0 +1,51 @@
+"""What the student's code may learn of a test's function by looking at it (the judge's side):
+its name and its signature, which honest code prints and binds, and nothing that leads into the
+judge (code, frames, namespaces). A function a hidden test defines shows neither its name nor its
+parameters' names and defaults: they are the hidden test's text and inputs."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+# What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,
+# __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
+HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
+A_HIDDEN_DEFAULT = "<a default of the hidden test>"
+
+
+def in_hidden_test(target: Any) -> bool:
+    """Whether ``target`` is a function a hidden test defines."""
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    return isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
+
+
+def named_in_hidden_test(target: Any) -> bool:
+    """Whether ``target`` is a function a hidden test defines under a name of its own (a lambda
+    at its top level is '<lambda>'): its name, which its names and repr show, is the hidden test's
+    text. Other functions' names (``f.__name__``, which honest code prints) may be read."""
+    qualname = getattr(getattr(target, "__func__", target), "__qualname__", None)
+    return in_hidden_test(target) and qualname != "<lambda>"
+
+
+def parameters(function: Any) -> list:
+    """``inspect.signature(function)`` as data the runner makes a signature of again
+    (:func:`course_grader.protocol.signature`): each parameter's name, kind, whether it has a
+    default, and the default (an object the student's code may read, not call). A hidden test's
+    own function keeps its names and defaults (ps06's ``counted_f = lambda x, f=f: ...`` keeps
+    the uncounted ``f``): its parameters are numbered and its defaults a placeholder."""
+    try:
+        found = inspect.signature(function)
+    except (TypeError, ValueError):  # none to read (a builtin's): none on the student's side either
+        raise AttributeError("__signature__") from None
+    hidden = in_hidden_test(function)
+    return [
+        [
+            f"arg{k}" if hidden else p.name,
+            int(p.kind),
+            p.default is not p.empty,
+            A_HIDDEN_DEFAULT if hidden else None if p.default is p.empty else p.default,
+        ]
+        for k, p in enumerate(found.parameters.values())
+    ]
