@@ -181,6 +181,9 @@ class Codec:
             return None
         if issubclass(kind, np.ndarray):  # a subclass of ndarray (np.matrix, their Gradient): its numbers
             numbers = np.ndarray.view(value, np.ndarray)  # ndarray's own view: never theirs
+            if numbers.dtype.names:  # a structured array (ps13's checkpoints as records): its records, as tuples
+                records = numbers.tolist()
+                return records if _plain(records) else None
             return numbers if numbers.dtype.kind in "biufc" else None
         number = next((b for b in (float, int, complex, str) if issubclass(kind, b)), None)
         if number is not None:  # a float subclass of theirs: the number it holds, as isinstance takes it

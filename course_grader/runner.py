@@ -20,6 +20,7 @@ after which it goes on the same way; uses the standard library, NumPy and whatev
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import importlib.machinery
 import importlib.util
@@ -74,6 +75,7 @@ from course_grader.standby import settle, small_pages, stand_by  # noqa: E402
 from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
+COPYING: list = [None, {}]  # the judge's deepcopy under way (its number) and its memo here
 
 
 class Trusted:
@@ -336,6 +338,12 @@ def serve(message: dict) -> Any:
     if op == "setattr":
         setattr(target, str(message.get("name")), decode(message.get("value")))
         return None
+    if op == "copy":  # one of theirs in an object the judge copies (a reference's Program of their Vars)
+        if message.get("deep") is not True:
+            return copy.copy(target)
+        if COPYING[0] != message.get("memo"):  # a deepcopy of the judge's begins: one memo here for all of it
+            COPYING[:] = [message.get("memo"), {}]
+        return copy.deepcopy(target, COPYING[1])
     if op == "getitem":
         return target[decode(message.get("key"))]
     if op == "setitem":

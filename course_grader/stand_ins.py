@@ -10,6 +10,7 @@ read-only there: only what a test hands over (:func:`grant`) or a reference's co
 from __future__ import annotations
 
 import copy
+import itertools
 import operator
 import sys
 import types
@@ -82,6 +83,12 @@ class Remote:
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.__ask("setattr", name=name, value=grant(value))
+
+    def __copy__(self) -> Any:  # copied where it lives, as in one process (in a copy of a test's object)
+        return self.__ask("copy", deep=False)
+
+    def __deepcopy__(self, memo: dict) -> Any:  # theirs shared in it copied once (one memo there too)
+        return self.__ask("copy", deep=True, memo=memo.setdefault("$copy", next(DEEP_COPIES)))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arrays, (args_data, kwargs_data) = granted_arguments(args, kwargs)
@@ -173,6 +180,7 @@ class Remote:
         return self.__float__() >= other
 
 
+DEEP_COPIES = itertools.count(1)  # the judge's deepcopies of objects holding the student's
 METHODS: set[tuple[str, str]] = set()  # (class, name): the attributes that are methods
 ARITHMETIC: set[str] = set()  # the notebook's classes: their operators run in the student's process
 SERVING = [0]  # > 0 while the judge runs a function the student's code called

@@ -1,0 +1,133 @@
+"""Hostile and honest students against ps09 (integrated gradients), ps12 (tracing) and ps13 (the capstone),
+red team 33, the fifth pass.
+
+Tried: ps13's checkpoints kept in a ``np.memmap`` (held: an ndarray subclass crosses as its numbers, 6/6 as in
+Jupyter), in a NumPy structured array and in a ``np.recarray`` (found, below); ps12's ``compile_program`` that
+copies the program it is given first, by ``pickle`` (held without a slip: the program is theirs) and by
+``copy.deepcopy``, after a typical slip in ``make_program`` (found, below); a hidden test's function read by
+``inspect.signature`` (held: ps09, ps12 and ps13 hand no ``functools.partial`` nor wrapped function of a hidden
+test to the student's code, and their own functions show numbered parameters); attribute writes on copies of
+the test's objects and on objects of a reference's class (held: only the copy's own attributes change, and no
+dunder); deques and ``array.array``s forged or malformed (held: ``test_hostile_ps11_ps12_ps13_fourth.py``).
+
+Found: ps13's memory is measured in a forked copy whose answer must cross as plain data. Checkpoints kept as
+the records of a structured array (``np.array(checkpoints, dtype=[("x", "f8"), ...])``) or a ``np.recarray``
+crossed by handle and the part failed with "return plain data": 0/6 where Jupyter gives 6/6 (each record has 4
+real numbers). A structured array of numbers now crosses as the list of its records, tuples of numbers.
+
+Found: after a slip in ps12's ``make_program``, the reference's ``make_program`` makes the program in the judge,
+of the student's Vars and Equations. A ``compile_program`` that starts with ``copy.deepcopy(program)`` had the
+judge copy it, and the judge could not copy the student's objects in it (AttributeError): test_jit 0/5 where
+Jupyter gives 5/5. The judge's copy of an object of the student's is now made where it lives, by their process,
+with one memo there for the whole of one deepcopy (a Var shared by two equations stays shared in the copy).
+The same program pickled and unpickled still fails (a strict xfail; the README's "Not guaranteed" list).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_verdict_seams import PS13, grade
+
+from course_grader.plain_data import Codec
+
+PS12 = "ps12_tracing"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def solution(assignment: str, grade_id: str) -> str:
+    """The solution's answer cell ``grade_id``, without its solution markers."""
+    notebook = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+    return "\n".join(line for line in "".join(cell["source"]).splitlines() if "### " not in line) + "\n"
+
+
+# ps13: the solution's checkpointed gradient, its checkpoints then kept as records (CONVERT).
+CHECKPOINTS_AS_RECORDS = '''
+import numpy as np
+
+
+def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
+    """d height / d (v, theta, k) with checkpoints every `every` steps: (height, gradient, checkpoints)."""
+    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
+    while not reaches_hoop(state, k, dt):
+        if steps % every == 0:
+            checkpoints.append(tuple(state))
+        state = heun_step(state, k, dt)
+        steps += 1
+    checkpoints = CONVERT
+    k_leaf, adjoint, height = Value(k), None, None
+    for index in reversed(range(max(len(checkpoints), 1))):
+        if index == 0:
+            v_leaf, theta_leaf = Value(v), Value(theta)
+            begin = state = launch(v_leaf, theta_leaf)
+        else:
+            begin = state = tuple(Value(float(s)) for s in checkpoints[index])
+        for _ in range(index * every, min((index + 1) * every, steps)):
+            state = heun_step(state, k_leaf, dt)
+        if adjoint is None:
+            out = final_step(state, k_leaf)
+            height = out.data
+        else:
+            out = sum(s * a for s, a in zip(state, adjoint))
+        out.backward()
+        if index:
+            adjoint = [s.grad for s in begin]
+        del out, state
+    return height, [v_leaf.grad, theta_leaf.grad, k_leaf.grad], checkpoints
+'''
+RECORDS = {
+    "structured": 'np.array(checkpoints, dtype=[("x", "f8"), ("y", "f8"), ("vx", "f8"), ("vy", "f8")])',
+    "recarray": 'np.rec.fromrecords(checkpoints, names="x,y,vx,vy")',
+}
+
+
+def test_structured_arrays_cross_as_their_records():
+    """A structured array of numbers (or a recarray) arrives as the list of its records, each a tuple of
+    numbers; one with a field of objects stays the student's, by handle."""
+    runner = Codec("$h", "$r", lambda n, k, like, able: None)
+    judge = Codec("$r", "$h", lambda n, k, like, able: None)
+    records = np.array([(1.0, 2), (3.5, -4)], dtype=[("x", "f8"), ("n", "i8")])
+    assert judge.decode(runner.encode([records, records.view(np.recarray)])) == [[(1.0, 2), (3.5, -4)]] * 2
+    objects = np.array([(1.0, object())], dtype=[("x", "f8"), ("o", "O")])
+    assert set(runner.encode(objects)) == {"$h"}
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDS))
+def test_ps13_checkpoints_as_records_keep_their_points(kind):
+    answer = CHECKPOINTS_AS_RECORDS.replace("CONVERT", RECORDS[kind])
+    results = grade(PS13, {"checkpointed_gradient": answer}, {"test_checkpointed_gradient"}, 60)
+    assert results["test_checkpointed_gradient"][0] == 6.0, results
+
+
+# ps12: a typical slip in make_program (the results' Tracers as the outputs, not their Vars): test_jit then
+# runs the reference's make_program, in the judge, with the student's compile_program, which copies first.
+SLIP_IN_MAKE_PROGRAM = solution(PS12, "make_program").replace("[atom(r) for r in results]", "list(results)")
+
+
+def copying_first(how: str, line: str) -> str:
+    return f"import {how}\n" + solution(PS12, "compile_program").replace(
+        "    calls = {", f"    program = {line}\n    calls = {{", 1
+    )
+
+
+def test_ps12_a_deepcopy_of_the_references_program_keeps_its_points():
+    answers = {
+        "make_program": SLIP_IN_MAKE_PROGRAM,
+        "compile_program": copying_first("copy", "copy.deepcopy(program)"),
+    }
+    results = grade(PS12, answers, {"test_make_program", "test_jit"}, 60)
+    assert (results["test_make_program"][0], results["test_jit"][0]) == (0.0, 5.0), results
+
+
+@pytest.mark.xfail(strict=True, reason="a test's object is the judge's: pickled, it would be bytes of the judge's")
+def test_ps12_a_pickle_of_the_references_program_keeps_its_points():
+    answers = {
+        "make_program": SLIP_IN_MAKE_PROGRAM,
+        "compile_program": copying_first("pickle", "pickle.loads(pickle.dumps(program))"),
+    }
+    results = grade(PS12, answers, {"test_jit"}, 60)
+    assert results["test_jit"][0] == 5.0, results
