@@ -5,6 +5,7 @@ parameters' names and defaults: they are the hidden test's text and inputs."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -16,9 +17,19 @@ A_HIDDEN_DEFAULT = "<a default of the hidden test>"
 
 
 def in_hidden_test(target: Any) -> bool:
-    """Whether ``target`` is a function a hidden test defines."""
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
-    return isinstance(code, types.CodeType) and code.co_filename == "<hidden test>"
+    """Whether ``target`` is a function a hidden test defines, or made of one: a method of it, a
+    ``functools.partial`` of it (ps03's probe), a wrapper of it (``functools.wraps``)."""
+    for _ in range(100):
+        code = getattr(getattr(target, "__func__", target), "__code__", None)
+        if isinstance(code, types.CodeType) and code.co_filename == "<hidden test>":
+            return True
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif isinstance(target, types.FunctionType) and "__wrapped__" in vars(target):
+            target = vars(target)["__wrapped__"]
+        else:
+            return False
+    return False
 
 
 def named_in_hidden_test(target: Any) -> bool:

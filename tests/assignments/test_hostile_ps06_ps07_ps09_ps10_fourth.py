@@ -32,7 +32,11 @@ asserts the fair score: what the notebook scores when it runs top to bottom in J
 
 from __future__ import annotations
 
+import functools
+
 from test_verdict_seams import grade
+
+from course_grader.introspection import A_HIDDEN_DEFAULT, in_hidden_test, parameters
 
 PS06, PS07 = "ps06_custom_rules_jacobians", "ps07_tensor_vjps"
 PS09, PS10 = "ps09_integrated_gradients", "ps10_pytorch_comparison"
@@ -321,3 +325,17 @@ def test_ps07_and_ps10_out_buffers_einsum_and_pytorchs_own_tools_keep_their_poin
         "test_max_relative_difference": 1,
         "test_torch_training": 3,
     }, got
+
+
+def test_what_is_made_of_a_hidden_tests_function_shows_no_names_nor_defaults():
+    """A partial of a hidden test's lambda (ps03's probe, ``partial(lambda grad, rule: ..., rule=...)``)
+    or a wrapper of one (``functools.wraps``) is the hidden test's too; the set-up's are not."""
+    scope: dict = {"functools": functools}
+    exec(compile("probe = lambda grad, rule: rule(2 * grad)", "<hidden test>", "exec"), scope)
+    exec(compile("def given(x, h=1e-6):\n    return x", "<set-up helpers>", "exec"), scope)
+    partial = functools.partial(scope["probe"], rule=print)
+    wrapper = functools.wraps(scope["probe"])(lambda *args: scope["probe"](*args))
+    for made in (partial, wrapper):
+        assert in_hidden_test(made) and all(name.startswith("arg") for name, *_ in parameters(made)), made
+        assert all(default == A_HIDDEN_DEFAULT for _, _, has, default in parameters(made) if has), made
+    assert not in_hidden_test(scope["given"]) and parameters(scope["given"])[1] == ["h", 1, True, 1e-6]
