@@ -23,7 +23,10 @@ idioms.py gave full marks for each):
 - ps02's ``tangent_sweep`` that works on ``copy.deepcopy(order)`` (the caller's graph untouched),
   setting a tangent on each copy and reading the parents' copies: the judge copied each node with
   a memo of its own, so a copy's parents were other copies than the list's, without a tangent
-  (0/3, 3/3 in Jupyter). One deepcopy of the student's now shares one memo in the judge.
+  (0/3, 3/3 in Jupyter); so did one that deep-copied the order and the seeds together (0/3, 3/3),
+  and a ps04 ``is_topological`` that deep-copied the order and the output together (0/2, 2/2): in
+  the judge the output's copy was not the order's last. One deepcopy of the student's now shares
+  one memo in the judge.
 - ps05's ``value_and_gradient`` that prints ``f.__name__``: the hidden test's ``counted`` raised
   AttributeError (0/1, 1/1 in Jupyter). A hidden test's function now has a placeholder name.
 - ps02's ``gradient`` that calls ``f`` by the names of its signature (``f(**{name: dual})``): the
@@ -55,6 +58,56 @@ def test_ps02_a_deep_copy_of_the_order_is_one_graph():
     assert grade("ps02_forward_mode", {"tangent_sweep": DEEP_COPIED_ORDER}, {"test_tangent_sweep"}, timeout=60) == {
         "test_tangent_sweep": (3.0, "")
     }
+
+
+# ps02 part 5, honest: the order and the seeds deep-copied together, so that the seeds' keys are the copies.
+DEEP_COPIED_ORDER_AND_SEEDS = """import copy
+
+
+def tangent_sweep(order, seeds):
+    nodes, seeded = copy.deepcopy((list(order), dict(seeds)))  # one copy of the graph and its seeds
+    tangent = {}
+    for node in nodes:
+        if not node._parents:
+            tangent[node] = seeded.get(node, 0.0)
+        else:
+            tangent[node] = sum(local * tangent[p] for p, local in zip(node._parents, node.grad_wrt_parents))
+    return {node: tangent[mine] for node, mine in zip(order, nodes)}
+"""
+
+
+def test_ps02_the_order_and_its_seeds_deep_copied_together():
+    answers = {"tangent_sweep": DEEP_COPIED_ORDER_AND_SEEDS}
+    assert grade("ps02_forward_mode", answers, {"test_tangent_sweep"}, timeout=60) == {"test_tangent_sweep": (3.0, "")}
+
+
+# ps04 part 4, honest: the order and the output deep-copied together, to work on copies of one graph.
+DEEP_COPIED_GRAPH = """import copy
+
+
+def is_topological(order, output):
+    order, output = copy.deepcopy((list(order), output))  # copies to work on, one graph
+    position = {}
+    for k, node in enumerate(order):
+        if node in position:
+            return False
+        position[node] = k
+    if not order or order[-1] is not output:
+        return False
+    has_later_child = set()
+    for k, node in enumerate(order):
+        for parent in node.parents:
+            if position.get(parent, k) >= k:
+                return False
+            has_later_child.add(parent)
+    return all(node in has_later_child for node in order[:-1])
+"""
+
+
+def test_ps04_the_order_and_the_output_deep_copied_together():
+    answers = {"is_topological": DEEP_COPIED_GRAPH}
+    scores = grade("ps04_topological_sort", answers, {"test_is_topological"}, timeout=60)
+    assert scores == {"test_is_topological": (2.0, "")}
 
 
 # ps05 part 1, honest: the function's name printed.
