@@ -880,7 +880,7 @@ if os.fork() == 0:  # the helper
         for _at in range(0, len(_SHELF), mmap.PAGESIZE):
             _SHELF[_at] = 0
         os.write(_tell, b"!")
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "RUNNER_MODULE" in vars(m))
 _serve = _runner.JUDGE.serve
 
 
@@ -909,7 +909,7 @@ _runner.JUDGE.serve = _serving
     + """
 import gc, os, platform, time
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "RUNNER_MODULE" in vars(m))
 _J = _runner.JUDGE
 # burst(stacks, stack size, n, pause in ns, board, entry): n clones (CLONE_VM | CLONE_PARENT), each on a
 # stack of its own, waiting until board[i] is 1 (then it calls entry and sets 3) or 2; their pids at
@@ -931,7 +931,8 @@ def _call():  # in the clone: the runner's memory, the runner frozen
 _ENTRY = ctypes.CFUNCTYPE(None)(_call)
 
 
-def _stand_by(message):
+def _stand_by(*args):
+    message = args[-1]
     _BOARD[:] = bytes(len(_BOARD))
     _burst(ctypes.addressof(ctypes.c_char.from_buffer(_STACK)), len(_STACK), 1, 0,
            ctypes.addressof(ctypes.c_char.from_buffer(_BOARD)), ctypes.cast(_ENTRY, ctypes.c_void_p).value)
@@ -944,7 +945,7 @@ def _stand_by(message):
             time.sleep(0.001)
         os._exit(0)
     os.waitpid(child, 0)
-    return _runner.ANSWERED
+    return sys.modules["course_grader.endpoint"].ANSWERED
 
 
 if platform.machine() == "x86_64":
@@ -963,8 +964,8 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
     + """
 import gc
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
-_runner.stand_by = lambda message: None  # no copy: the runner answers, then makes the call itself
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "RUNNER_MODULE" in vars(m))
+_runner.stand_by = lambda *_: None  # no copy: the runner answers, then makes the call itself
 
 
 def _pool():
@@ -1029,7 +1030,7 @@ PS13_FORGED_FLIGHTS = {
     + """
 import gc
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "RUNNER_MODULE" in vars(m))
 _serve = _runner.JUDGE.serve
 _KEPT = []
 
@@ -1157,7 +1158,7 @@ def checkpointed_gradient(*args):
 PS13_PAGE_CACHE_DROPPED = """
 import gc, glob, sys
 
-_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "stand_by" in vars(m))
+_runner = next(m for m in gc.get_objects() if type(m).__name__ == "module" and "RUNNER_MODULE" in vars(m))
 _serve = _runner.JUDGE.serve
 _libraries = glob.glob(sys.prefix + "/lib/python3*/site-packages/*/lib/*.so*") + glob.glob("/usr/lib/*/*.so*")
 _libraries = sorted((p for p in _libraries if os.path.isfile(p)), key=os.path.getsize, reverse=True)
