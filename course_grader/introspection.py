@@ -14,6 +14,7 @@ from typing import Any
 # __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
 HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
 A_HIDDEN_DEFAULT = "<a default of the hidden test>"
+A_HIDDEN_FUNCTION = "<a function of the hidden test>"  # its name and repr
 
 
 def in_hidden_test(target: Any) -> bool:
@@ -60,3 +61,14 @@ def parameters(function: Any) -> list:
         ]
         for k, p in enumerate(found.parameters.values())
     ]
+
+
+def by_their_names(function: Any, kwargs: Any) -> Any:
+    """A call's keyword arguments, where ``function`` is a hidden test's own, with the numbered names
+    :func:`parameters` gave its parameters (``arg0``) as its own: code that passes the arguments by
+    the names it read off the signature calls it as in Jupyter (ps02's ``gradient`` calling
+    ``f(**{name: dual ...})`` lost the hidden test's ``lambda a, b, c: ...``, 0/2)."""
+    if type(kwargs) is not dict or not kwargs or not in_hidden_test(function):
+        return kwargs
+    names = {f"arg{k}": name for k, name in enumerate(inspect.signature(function).parameters)}
+    return {names.get(key, key): value for key, value in kwargs.items()}

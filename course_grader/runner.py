@@ -24,6 +24,7 @@ import copy
 import functools
 import importlib.machinery
 import importlib.util
+import itertools
 import operator
 import os
 import resource
@@ -159,14 +160,18 @@ class Trusted:
     def __copy__(self) -> Any:  # copied by the judge: a function is itself, a node a new node
         return ask(self, "copy", deep=False)
 
-    def __deepcopy__(self, memo: dict) -> Any:
-        return ask(self, "copy", deep=True)
+    def __deepcopy__(self, memo: dict) -> Any:  # one deepcopy, one memo in the judge too: a graph stays one
+        return ask(self, "copy", deep=memo.setdefault(DEEP_COPY, next(DEEP_COPIES)))
 
     def __repr__(self) -> str:
         return ask(self, "convert", to="repr")
 
     def __str__(self) -> str:
         return ask(self, "convert", to="str")
+
+
+DEEP_COPY = "course_grader"  # the key of a deepcopy's memo that names it to the judge (its keys are ints)
+DEEP_COPIES = itertools.count(1)
 
 
 def stand_in(number: int, kind: str, like: str, able: str) -> Trusted:

@@ -18,7 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from course_grader.endpoint import Endpoint
-from course_grader.introspection import HIDDEN_ATTRIBUTES, named_in_hidden_test, parameters
+from course_grader.introspection import (
+    A_HIDDEN_FUNCTION,
+    HIDDEN_ATTRIBUTES,
+    by_their_names,
+    named_in_hidden_test,
+    parameters,
+)
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import (
     BINARY,
@@ -299,6 +305,7 @@ class JudgeCodec(Codec):
         self.setup_functions: dict[int, tuple[str, Any]] = {}  # id -> the set-up cells' functions
         self.reference_classes: set[int] = set()  # ids of the classes references made: classes there too
         self.made: dict[int, Any] = {}  # id -> what the student's code made of the judge's (protocol.MADE)
+        self.deep_copy: tuple[int, dict] = (0, {})  # the student's last deepcopy: its number, the judge's memo
         # Strings the student's process sent, and the judge's own: what hidden messages must not show.
         self.texts: set[str] | None = set()  # None: too many to look for
         self.text_size = 0  # characters of the strings in texts
@@ -435,13 +442,16 @@ def _serve(message: dict) -> Any:
     if op == "call":
         if number not in codec.callable and not _from_reference(target):
             raise ReadOnly("only the functions a test hands to your code may be called")
-        result = target(*codec.decode(message.get("args")), **codec.decode(message.get("kwargs")))
+        args, kwargs = codec.decode(message.get("args")), codec.decode(message.get("kwargs"))
+        result = target(*args, **by_their_names(target, kwargs))
         return _made(result) if id(target) in codec.reference_classes else result
     if op == "getattr":
         name = str(message.get("name"))
         if name == "__signature__":
             return parameters(target)
-        if name.startswith(HIDDEN_ATTRIBUTES) and (name not in NAMES or named_in_hidden_test(target)):
+        if name in NAMES and named_in_hidden_test(target):  # printed as in Jupyter, but not the test's text
+            return A_HIDDEN_FUNCTION
+        if name.startswith(HIDDEN_ATTRIBUTES) and name not in NAMES:
             raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
         return getattr(target, name)
     if op == "getitem":
@@ -454,8 +464,11 @@ def _serve(message: dict) -> Any:
         return codec.decode(message.get("item")) in target
     if op == "isinstance":
         return isinstance(codec.decode(message.get("item")), target)
-    if op == "copy":
-        copied = copy.deepcopy(target) if message.get("deep") is True else copy.copy(target)
+    if op == "copy":  # a deepcopy (numbered) shares the judge's memo across the student's objects in it
+        deep = message.get("deep")
+        if type(deep) is int and deep != codec.deep_copy[0]:
+            codec.deep_copy = (deep, {})
+        copied = copy.deepcopy(target, codec.deep_copy[1]) if type(deep) is int else copy.copy(target)
         return _made(copied) if copied is not target else copied
     if op == "setattr" and codec.made.get(id(target)) is target and not str(message.get("name")).startswith("__"):
         return setattr(target, str(message["name"]), codec.decode(message.get("value")))  # their own object's
@@ -466,7 +479,7 @@ def _serve(message: dict) -> Any:
     if op == "unary" and message.get("name") in UNARY:
         return getattr(operator, str(message["name"]))(target)
     if op == "convert" and message.get("to") in ("repr", "str") and named_in_hidden_test(target):
-        return "<a function of the hidden test>"
+        return A_HIDDEN_FUNCTION
     if op == "convert" and message.get("to") in CONVERSIONS:
         return convert(target, str(message["to"]))
     raise ReadOnly(f"the test's objects are read-only here ({op})")
