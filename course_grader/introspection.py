@@ -10,6 +10,8 @@ import inspect
 import types
 from typing import Any
 
+from course_grader.protocol import NAMES
+
 # What leads from an object to the judge's code, frames and namespaces: dunders (__globals__,
 # __closure__, __self__, __dict__ ...) and the fields of frames, code, generators, tracebacks.
 HIDDEN_ATTRIBUTES = ("__", "f_", "co_", "gi_", "cr_", "ag_", "tb_")
@@ -72,3 +74,16 @@ def by_their_names(function: Any, kwargs: Any) -> Any:
         return kwargs
     names = {f"arg{k}": name for k, name in enumerate(inspect.signature(function).parameters)}
     return {names.get(key, key): value for key, value in kwargs.items()}
+
+
+def attribute(target: Any, name: str) -> Any:
+    """``target.name``, read by the student's code: data, and of Python's own attributes only a
+    function's name and signature (:data:`course_grader.protocol.NAMES`), a hidden test's own as
+    placeholders (printed as in Jupyter, but not the test's text)."""
+    if name == "__signature__":
+        return parameters(target)
+    if name in NAMES and named_in_hidden_test(target):
+        return A_HIDDEN_FUNCTION
+    if name.startswith(HIDDEN_ATTRIBUTES) and name not in NAMES:
+        raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
+    return getattr(target, name)

@@ -18,20 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from course_grader.endpoint import Endpoint
-from course_grader.introspection import (
-    A_HIDDEN_FUNCTION,
-    HIDDEN_ATTRIBUTES,
-    by_their_names,
-    named_in_hidden_test,
-    parameters,
-)
+from course_grader.introspection import A_HIDDEN_FUNCTION, attribute, by_their_names, named_in_hidden_test
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import (
     BINARY,
     COMPARISONS,
     CONVERSIONS,
     MADE,
-    NAMES,
     UNARY,
     ProtocolError,
     abilities,
@@ -446,14 +439,7 @@ def _serve(message: dict) -> Any:
         result = target(*args, **by_their_names(target, kwargs))
         return _made(result) if id(target) in codec.reference_classes else result
     if op == "getattr":
-        name = str(message.get("name"))
-        if name == "__signature__":
-            return parameters(target)
-        if name in NAMES and named_in_hidden_test(target):  # printed as in Jupyter, but not the test's text
-            return A_HIDDEN_FUNCTION
-        if name.startswith(HIDDEN_ATTRIBUTES) and name not in NAMES:
-            raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
-        return getattr(target, name)
+        return attribute(target, str(message.get("name")))
     if op == "getitem":
         return target[codec.decode(message.get("key"))]
     if op == "len":
