@@ -2,8 +2,8 @@
 test_hostile_ps13.py: an MLP of one's own pasted over the given one (as the notebook invites), a
 network without hidden layers that spared the step program its relu rule, a long program that made
 room for a long source in the judge's parse, a cell too deep to compile that sent the whole hand-in
-to a human, and a compact engine of one's own that holds the whole flight within the checkpointing
-part's memory allowance (a strict xfail).
+to a human, and a compact engine of one's own that held the whole flight within the checkpointing
+part's memory allowance at 1 ms steps (0 since the hidden throw is flown at 0.5 ms steps).
 
 Two grading runs of the real sandbox, the first with several answers; each case asserts the fair
 score (the one the notebook gets in Jupyter, top to bottom).
@@ -129,11 +129,11 @@ def _without_relu_rule() -> str:
 
 # Part 3: no checkpointing: the whole flight recorded at once, by an engine of one's own whose operations are a
 # few numbers each in arrays (a tape: no graph of objects). The test compares the memory with the whole flight
-# recorded by the given engine (about 400 bytes an operation); the tape needs about 50, and at the hidden
-# throw's 1 ms steps (about 500 steps, 9.5 MB given) it fits within the 1 MB allowed for noise and what the
-# measured copy takes off as its own cost (4 MB): 6/6, fair 0/6 (in Jupyter the flight compared with is the
-# tape's, and it fails by a little). Telling a whole flight in 50 bytes an operation from checkpointing needs
-# flights of thousands of steps (4 s more per hand-in): a strict xfail, listed in the README's "Not guaranteed".
+# recorded by the given engine (about 400 bytes an operation); the tape needs about 50, and at 1 ms steps (about
+# 500 steps) it fit within the 1 MB allowed for noise and what the measured copy takes off as its own cost
+# (4 MB): 6/6, fair 0/6 (in Jupyter the flight compared with is the tape's, and it fails by a little), a strict
+# xfail until this stop, when the probes the memory check now flies with made it fail now and then. The hidden
+# throw is flown at 0.5 ms steps now (about 1,000 steps): the tape holds 2.6-4.2 MB where 1.3-1.6 MB is allowed.
 TAPE = """
 from array import array
 
@@ -298,10 +298,6 @@ def test_ps13_a_network_without_hidden_layers_does_not_spare_the_relu_rule():
     assert points == 0 and "parameters of the shapes" in message, message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a whole flight on a compact tape of one's own fits the memory allowance at 1 ms steps (README)",
-)
 def test_ps13_a_whole_flight_on_a_compact_tape_is_not_checkpointing(pasted):
     """Fair: 0/6 (6/6)."""
     points, message = pasted["test_checkpointed_gradient"]
