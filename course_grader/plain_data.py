@@ -324,8 +324,8 @@ def described(value: Any, notebook_classes: set[str], bound: dict[str, Any] | No
         if cls.__module__.split(".")[0] == "course_lib" or name in notebook_classes:
             return [exact] if name == exact else [exact, name]
     for name in sorted(notebook_classes) if bound is not None else ():
-        cls = bound.get(name.rpartition(".")[2])
-        if name.startswith("__main__.") and isinstance(cls, type) and issubclass(type(value), cls):
+        named = (bound or {}).get(name.rpartition(".")[2])
+        if name.startswith("__main__.") and isinstance(named, type) and issubclass(type(value), named):
             return [exact, name]
     return [exact]
 

@@ -112,9 +112,9 @@ class Trusted:
         if name.startswith("__") and name not in NAMES:  # Python's probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         try:
-            found = ask(self, "getattr", name=name)
+            read = ask(self, "getattr", name=name)
             bound = object.__getattribute__(self, "_Trusted__bound")  # a method's signature lacks self
-            return signature(found[len(bound) :]) if name == "__signature__" else found
+            return signature(read[len(bound) :]) if name == "__signature__" else read
         except AttributeError:
             # Not on the judge's object: what the student's cells put on the notebook's class or on
             # course_lib's (a helper method, a class default such as ``Node.seen = False``), as in Jupyter.

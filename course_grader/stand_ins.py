@@ -474,7 +474,9 @@ def _serve(message: dict) -> Any:
 def _made(value: Any) -> Any:
     """``value``, made by the student's code (one of a reference's class, or a copy): its own to set
     attributes of, as in Jupyter (ps02's ``MyDual(0.0, 0.0)`` given its parts lost part 2, 0/2)."""
-    CHANNEL.codec.made[id(value)] = value
+    codec = CHANNEL.codec
+    assert isinstance(codec, JudgeCodec)
+    codec.made[id(value)] = value
     return value
 
 
