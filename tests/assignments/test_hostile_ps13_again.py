@@ -2,8 +2,8 @@
 test_hostile_ps13.py: an MLP of one's own pasted over the given one (as the notebook invites), a
 network without hidden layers that spared the step program its relu rule, a long program that made
 room for a long source in the judge's parse, a cell too deep to compile that sent the whole hand-in
-to a human, and a compact engine of one's own that held the whole flight within the checkpointing
-part's memory allowance at 1 ms steps (0 since the hidden throw is flown at 0.5 ms steps).
+to a human, and a compact engine of one's own that holds the whole flight within the checkpointing
+part's memory allowance (a strict xfail).
 
 Two grading runs of the real sandbox, the first with several answers; each case asserts the fair
 score (the one the notebook gets in Jupyter, top to bottom).
@@ -129,17 +129,20 @@ def _without_relu_rule() -> str:
 
 # Part 3: no checkpointing: the whole flight recorded at once, by an engine of one's own whose operations are a
 # few numbers each in arrays (a tape: no graph of objects). The test compares the memory with the whole flight
-# recorded by the given engine (about 400 bytes an operation); the tape needs about 50, and at 1 ms steps (about
-# 500 steps) it fit within the 1 MB allowed for noise and what the measured copy takes off as its own cost
-# (4 MB): 6/6, fair 0/6 (in Jupyter the flight compared with is the tape's, and it fails by a little), a strict
-# xfail until this stop, when the probes the memory check now flies with made it fail now and then. The hidden
-# throw is flown at 0.5 ms steps now (about 1,000 steps): the tape holds 2.6-4.2 MB where 1.3-1.6 MB is allowed.
+# recorded by the given engine (about 400 bytes an operation); the tape needs about 20 (and a function for each
+# _backward the probes set), and at the hidden throw's 1 ms steps (about 500 steps, 9.5 MB given) it fits within
+# the 1 MB allowed for noise and what the measured copy takes off as its own cost (4 MB): 6/6, fair 0/6 (in
+# Jupyter the flight compared with is the tape's, and it fails by a little). A tape of 25 bytes an operation that
+# kept each probed node with its _backward failed for some draws once the check flew with the probes (segments
+# of 5 steps allow least). Telling a whole flight this compact from checkpointing needs flights of thousands of
+# steps, where an honest checkpointed gradient's own per-step overhead nears the allowance in Jupyter too (the
+# solution in every idiom failed there at 0.5 ms steps): a strict xfail, listed in the README's "Not guaranteed".
 TAPE = """
 from array import array
 
 _OPS = {"": 0, "+": 1, "*": 2, "neg": 3, "**": 4, "sin": 5, "cos": 6}
-_TAPE = {"op": array("b"), "a": array("i"), "b": array("i"), "x": array("d"), "n": array("d")}
-_GRADS, _CUSTOM = {}, {}  # a leaf's gradient after backward; a _backward set from outside, with its Value
+_TAPE = {"op": array("b"), "a": array("i"), "b": array("i"), "x": array("d")}
+_GRADS, _CUSTOM, _POWERS = {}, {}, {}  # a leaf's gradient after backward; a _backward set from outside; exponents
 
 
 class Value:
@@ -151,12 +154,12 @@ class Value:
         _TAPE["op"].append(4 if _op.startswith("**") else _OPS.get(_op, 0))
         _TAPE["a"].append(_parents[0].i if _parents else -1)
         _TAPE["b"].append(_parents[1].i if len(_parents) > 1 else -1)
-        _TAPE["n"].append(float(_op[2:]) if _op.startswith("**") and len(_op) > 2 else 0.0)
+        if _op.startswith("**"):
+            _POWERS[self.i] = float(_op[2:])
 
     data = property(lambda self: _TAPE["x"][self.i])
     grad = property(lambda self: _GRADS.get(self.i, 0.0), lambda self, g: _GRADS.__setitem__(self.i, g))
-    _backward = property(lambda self: _CUSTOM.get(self.i, (0, None))[1],
-                         lambda self, f: _CUSTOM.__setitem__(self.i, (self, f)))
+    _backward = property(lambda self: _CUSTOM.get(self.i), lambda self, f: _CUSTOM.__setitem__(self.i, f))
 
     @staticmethod
     def lift(x):
@@ -181,14 +184,14 @@ class Value:
     cos = lambda self: Value(math.cos(self.data), (self,), "cos")
 
     def backward(self):
-        op, a, b, x, n = (_TAPE[c] for c in ("op", "a", "b", "x", "n"))
+        op, a, b, x, n = (*(_TAPE[c] for c in ("op", "a", "b", "x")), _POWERS)
         g = array("d", bytes(8 * (self.i + 1)))
         g[self.i] = 1.0
         for j in range(self.i, -1, -1):
             gj, o = g[j], op[j]
             if j in _CUSTOM:
                 _GRADS.clear()
-                _CUSTOM[j][1](gj)
+                _CUSTOM[j](gj)
                 for k, v in _GRADS.items():
                     g[k] += v
             elif o == 1:
@@ -212,6 +215,7 @@ def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
         del column[:]
     _GRADS.clear()
     _CUSTOM.clear()
+    _POWERS.clear()
     leaves = Value(v), Value(theta), Value(k)
     state, steps, checkpoints = launch(leaves[0], leaves[1]), 0, []
     while not reaches_hoop(state, k, dt):
@@ -298,6 +302,10 @@ def test_ps13_a_network_without_hidden_layers_does_not_spare_the_relu_rule():
     assert points == 0 and "parameters of the shapes" in message, message
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a whole flight on a compact tape of one's own fits the memory allowance at 1 ms steps (README)",
+)
 def test_ps13_a_whole_flight_on_a_compact_tape_is_not_checkpointing(pasted):
     """Fair: 0/6 (6/6)."""
     points, message = pasted["test_checkpointed_gradient"]
