@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 
 import pytest
 from idioms import IDIOMS, differences, notebooks, rewrite, rewritten_answers
@@ -70,9 +71,13 @@ def test_a_rewrite_keeps_what_the_answer_computes():
     every idiom at once, returns equal values."""
     source = "def pairs(xs):\n    return [(x, 2.0 * x) for x in xs], {'n': len(xs)}\n"
     scope: dict = {}
-    exec(rewrite(source, IDIOMS), scope)
-    assert scope["pairs"]([1.0, 2.5]) == ([(1.0, 2.0), (2.5, 5.0)], {"n": 2})
-    assert type(scope["pairs"]([1.0])[0]) is not list  # returned in a container of the student's
+    limit = sys.getrecursionlimit()
+    try:
+        exec(rewrite(source, IDIOMS), scope)
+        assert scope["pairs"]([1.0, 2.5]) == ([(1.0, 2.0), (2.5, 5.0)], {"n": 2})
+        assert type(scope["pairs"]([1.0])[0]) is not list  # returned in a container of the student's
+    finally:  # quiet_numpy's prelude raises the limit of the process it runs in: this test's worker
+        sys.setrecursionlimit(limit)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
