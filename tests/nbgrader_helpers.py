@@ -48,3 +48,9 @@ def load_honest(assignment: str) -> dict[str, str]:
 
 def graded_cells(nb) -> dict[str, nbformat.NotebookNode]:
     return {nbgrader_meta(c)["grade_id"]: c for c in nb.cells if nbgrader_meta(c).get("grade")}
+
+
+def solution_answer(assignment: str, grade_id: str) -> str:
+    """The source of the solution's answer cell ``grade_id`` (its solution markers are comments)."""
+    source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    return answer_cells(source)[grade_id].source

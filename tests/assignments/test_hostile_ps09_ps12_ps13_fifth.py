@@ -25,60 +25,24 @@ The same program pickled and unpickled still fails (a strict xfail; the README's
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
+from nbgrader_helpers import solution_answer
+from test_hostile_ps11_ps12_ps13_fourth import CHECKPOINTS_IN_A_DEQUE
 from test_verdict_seams import PS13, grade
 
 from course_grader.plain_data import Codec
 
 PS12 = "ps12_tracing"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def solution(assignment: str, grade_id: str) -> str:
-    """The solution's answer cell ``grade_id``, without its solution markers."""
-    notebook = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
-    cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
-    return "\n".join(line for line in "".join(cell["source"]).splitlines() if "### " not in line) + "\n"
 
 
 # ps13: the solution's checkpointed gradient, its checkpoints then kept as records (CONVERT).
-CHECKPOINTS_AS_RECORDS = '''
-import numpy as np
-
-
-def checkpointed_gradient(v, theta, k=DRAG, dt=DT, every=10):
-    """d height / d (v, theta, k) with checkpoints every `every` steps: (height, gradient, checkpoints)."""
-    state, steps, checkpoints = launch(float(v), float(theta)), 0, []
-    while not reaches_hoop(state, k, dt):
-        if steps % every == 0:
-            checkpoints.append(tuple(state))
-        state = heun_step(state, k, dt)
-        steps += 1
-    checkpoints = CONVERT
-    k_leaf, adjoint, height = Value(k), None, None
-    for index in reversed(range(max(len(checkpoints), 1))):
-        if index == 0:
-            v_leaf, theta_leaf = Value(v), Value(theta)
-            begin = state = launch(v_leaf, theta_leaf)
-        else:
-            begin = state = tuple(Value(float(s)) for s in checkpoints[index])
-        for _ in range(index * every, min((index + 1) * every, steps)):
-            state = heun_step(state, k_leaf, dt)
-        if adjoint is None:
-            out = final_step(state, k_leaf)
-            height = out.data
-        else:
-            out = sum(s * a for s, a in zip(state, adjoint))
-        out.backward()
-        if index:
-            adjoint = [s.grad for s in begin]
-        del out, state
-    return height, [v_leaf.grad, theta_leaf.grad, k_leaf.grad], checkpoints
-'''
+CHECKPOINTS_AS_RECORDS = (
+    CHECKPOINTS_IN_A_DEQUE.replace("from collections import deque", "import numpy as np")
+    .replace(", deque()", ", []")
+    .replace("    k_leaf, adjoint, height", "    checkpoints = CONVERT\n    k_leaf, adjoint, height", 1)
+    .replace("Value(s) for s in checkpoints[index]", "Value(float(s)) for s in checkpoints[index]")
+)
 RECORDS = {
     "structured": 'np.array(checkpoints, dtype=[("x", "f8"), ("y", "f8"), ("vx", "f8"), ("vy", "f8")])',
     "recarray": 'np.rec.fromrecords(checkpoints, names="x,y,vx,vy")',
@@ -105,11 +69,11 @@ def test_ps13_checkpoints_as_records_keep_their_points(kind):
 
 # ps12: a typical slip in make_program (the results' Tracers as the outputs, not their Vars): test_jit then
 # runs the reference's make_program, in the judge, with the student's compile_program, which copies first.
-SLIP_IN_MAKE_PROGRAM = solution(PS12, "make_program").replace("[atom(r) for r in results]", "list(results)")
+SLIP_IN_MAKE_PROGRAM = solution_answer(PS12, "make_program").replace("[atom(r) for r in results]", "list(results)")
 
 
 def copying_first(how: str, line: str) -> str:
-    return f"import {how}\n" + solution(PS12, "compile_program").replace(
+    return f"import {how}\n" + solution_answer(PS12, "compile_program").replace(
         "    calls = {", f"    program = {line}\n    calls = {{", 1
     )
 
