@@ -667,5 +667,10 @@ def differences(assignment: str, answers: dict[str, str]) -> tuple[dict[str, flo
     for part in sorted({*jupyter, *graded}):
         points, message = graded.get(part, (None, "not graded"))
         if jupyter.get(part) != points:
-            differ[part] = f"Jupyter {jupyter.get(part)}, graded {points}: {message[:300]}"
+            differ[part] = f"Jupyter {jupyter.get(part)}, graded {points}: {_shortened(message)}"
     return jupyter, differ
+
+
+def _shortened(message: str, head: int = 200, tail: int = 600) -> str:
+    """A long message's beginning (what was checked) and end (what went wrong)."""
+    return message if len(message) <= head + tail else f"{message[:head]} ... {message[-tail:]}"
