@@ -47,6 +47,7 @@ from course_grader.intake import (
     id_problems,
     normalised,
     notebook_problem,
+    read_notebook,
     restore_metadata,
     restore_order,
 )
@@ -119,8 +120,6 @@ class ClassGrader:
         return outcomes
 
     def _collect_one(self, path: Path, shown: Path, out: Outcome, wrong_id: str | None) -> None:
-        import nbformat
-
         if wrong_id is not None:
             out.status = "invalid-id"
             out.notes.append(f"{shown}: {wrong_id}; rename the folder to the student's id and grade again")
@@ -145,7 +144,7 @@ class ClassGrader:
             )
             return
         try:
-            nb = nbformat.read(path, as_version=4)
+            nb, repairs = read_notebook(path)
         except Exception as error:  # noqa: BLE001 - any unreadable file is reported, not fatal
             out.status = "unreadable"
             out.notes.append(
@@ -158,6 +157,7 @@ class ClassGrader:
             out.status = "malformed"
             out.notes.append(f"{shown} cannot be graded: {problem}; ask the student for a fresh copy")
             return
+        out.notes.extend(repairs)
         if n := restore_metadata(nb, release):
             out.notes.append(f"restored the grading metadata of {n} cells (dropped by the editor)")
         if restore_order(nb, release):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -69,6 +70,26 @@ def id_problems(students: Iterable[str]) -> dict[str, str]:
                 others = ", ".join(repr(o) for o in sorted(set(group)) if o != student)
                 problems.setdefault(student, f"the student id {student!r} looks like {others}")
     return problems
+
+
+def read_notebook(path) -> tuple[object, list[str]]:
+    """The notebook at ``path`` as nbformat reads it, and what its reading repaired, in words for
+    the instructor: cells without an id or with another cell's id (an editor's copy and paste, a
+    merge by hand) get ids of their own, which nbformat would otherwise only warn about."""
+    import nbformat
+    from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nb = nbformat.read(path, as_version=4)
+    repairs = {
+        DuplicateCellId: "gave cells that repeated another cell's id ids of their own",
+        MissingIDFieldWarning: "gave cells without an id ids of their own",
+    }
+    for warning in seen:
+        if warning.category not in repairs:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return nb, [text for kind, text in repairs.items() if any(w.category is kind for w in seen)]
 
 
 def notebook_problem(nb) -> str | None:

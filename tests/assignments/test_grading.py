@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import uuid
+import warnings
 
 import nbformat
 import pytest
@@ -80,11 +81,20 @@ def graded_class(tmp_path_factory):
     for student, nb in hand_ins.items():
         (inbox / student).mkdir(parents=True)
         nbformat.write(nb, inbox / student / name)
+    # Cells pasted from a classmate's notebook or merged by hand: an id twice, a cell without one.
+    pasted = json.loads(nbformat.writes(solved))
+    pasted["cells"][1]["id"] = pasted["cells"][0]["id"]
+    del pasted["cells"][2]["id"]
+    (inbox / "ivan_pasted_cells").mkdir()
+    (inbox / "ivan_pasted_cells" / name).write_text(json.dumps(pasted))
     (inbox / "hank_broken_file").mkdir()
     (inbox / "hank_broken_file" / name).write_text('{"cells": [ this is not json')
 
     grader = ClassGrader(course, timeout=10, log=lambda *a: None)
-    outcomes = {o.student: o for o in grader.collect(inbox)}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        outcomes = {o.student: o for o in grader.collect(inbox)}
+    assert [str(w.message) for w in seen if w.category.__module__.startswith("nbformat")] == []
     grader.grade(list(outcomes.values()), jobs=2)
     grader.export(outcomes=list(outcomes.values()))
     return course, grader, outcomes, solved
@@ -92,12 +102,16 @@ def graded_class(tmp_path_factory):
 
 def test_full_marks_for_correct_work_however_it_was_handed_in(graded_class):
     course, grader, outcomes, _ = graded_class
-    for student in ("alice", "bob_colab", "carol_deleted_a_test", "dave_reordered", "gina_stderr"):
+    for student in ("alice", "bob_colab", "carol_deleted_a_test", "dave_reordered", "gina_stderr", "ivan_pasted_cells"):
         out = outcomes[student]
         assert out.status == "graded", (student, out.status, out.notes)
         assert out.score == out.max_score > 0, (student, out.score, out.max_score, out.notes)
     assert any("metadata" in n for n in outcomes["bob_colab"].notes)
     assert any("order" in n for n in outcomes["dave_reordered"].notes)
+    assert outcomes["ivan_pasted_cells"].notes == [
+        "gave cells that repeated another cell's id ids of their own",
+        "gave cells without an id ids of their own",
+    ]
 
 
 def test_broken_code_loses_only_its_own_part(graded_class):
