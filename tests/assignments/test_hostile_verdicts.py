@@ -517,6 +517,7 @@ def with_duplicate_answer(release, source):
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "forward_difference":
             again = nbformat.from_dict(json.loads(json.dumps(cell)))
             again.source = "def forward_difference(f, x, h):\n    return 0.0\n"
+            again.id = f"{cell.id}-again"  # a cell pasted in Jupyter gets an id of its own
             cells.append(again)
     nb.cells = cells
     return nb
