@@ -66,6 +66,7 @@ RUNNER_MODULES = (
     "kept_reads.py",
     "magics.py",
     "reference_classes.py",
+    "pickled_stand_ins.py",
     "notebook.py",
     "no_programs.py",
     "standby.py",
