@@ -55,7 +55,7 @@ from course_grader.notebook import (  # noqa: E402
     student_names,
     their_operator,
 )
-from course_grader.pickled_stand_ins import hold, revived  # noqa: E402
+from course_grader.pickled_stand_ins import STREAM, Pending, hold, revived  # noqa: E402
 from course_grader.plain_data import Codec, described  # noqa: E402
 from course_grader.protocol import (  # noqa: E402
     ABILITIES,
@@ -164,17 +164,19 @@ class Trusted:
     def __deepcopy__(self, memo: dict) -> Any:  # one deepcopy, one memo in the judge too: a graph stays one
         return ask(self, "copy", deep=memo.setdefault(DEEP_COPY, next(DEEP_COPIES)))
 
-    def __reduce_ex__(self, protocol: Any) -> Any:  # pickled: a deep copy the judge makes, as pickle.loads gives
-        copy = ask(self, "copy", deep=next(DEEP_COPIES))
-        if isinstance(copy, Trusted):
-            return revived, (object.__getattribute__(copy, "_Trusted__number"),)
-        return copy.__reduce_ex__(protocol)
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickled: a deep copy the judge makes (pickled_stand_ins)
+        return revived, (STREAM, Pending(self))
 
     def __repr__(self) -> str:
         return ask(self, "convert", to="repr")
 
     def __str__(self) -> str:
         return ask(self, "convert", to="str")
+
+
+def _number_of(value: Any) -> int | None:
+    """The judge's number of a stand-in, or None for anything else."""
+    return object.__getattribute__(value, "_Trusted__number") if isinstance(value, Trusted) else None
 
 
 DEEP_COPY = "course_grader"  # the key of a deepcopy's memo that names it to the judge (its keys are ints)
@@ -422,7 +424,7 @@ def main() -> None:
         request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     codec = RunnerCodec("$h", "$r", stand_ins_of(stand_in, stand_in_class), keep_proxies=True)
     JUDGE = Endpoint(request_fd, reply_fd, codec, serve, in_turn=True)
-    hold(codec.proxies)
+    hold(codec.proxies, _number_of)
     # This part's forks, not the zygote's.
     os.register_at_fork(after_in_parent=KEPT.mark_forked, after_in_child=KEPT.mark_forked)
     job = JUDGE.receive()

@@ -35,7 +35,7 @@ from nbgrader_helpers import solution_answer
 from test_hostile_ps11_ps12_ps13_fourth import CHECKPOINTS_IN_A_DEQUE
 from test_verdict_seams import PS13, grade
 
-from course_grader.pickled_stand_ins import hold, revived
+from course_grader.pickled_stand_ins import held, hold
 from course_grader.plain_data import Codec
 
 PS12 = "ps12_tracing"
@@ -108,7 +108,7 @@ class _Named:
         self.number = number
 
     def __reduce_ex__(self, protocol):
-        return revived, (self.number,)
+        return held, (self.number,)
 
 
 def test_pickled_bytes_read_back_only_as_a_stand_in_the_process_holds():
