@@ -27,15 +27,12 @@ process holds no stand-in for are refused.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 from nbgrader_helpers import solution_answer
 from test_hostile_ps11_ps12_ps13_fourth import CHECKPOINTS_IN_A_DEQUE
 from test_verdict_seams import PS13, grade
 
-from course_grader.pickled_stand_ins import held, hold
 from course_grader.plain_data import Codec
 
 PS12 = "ps12_tracing"
@@ -99,25 +96,3 @@ def test_ps12_a_pickle_of_the_references_program_keeps_its_points():
     }
     results = grade(PS12, answers, {"test_make_program", "test_jit"}, 60)
     assert (results["test_make_program"][0], results["test_jit"][0]) == (0.0, 5.0), results
-
-
-class _Named:
-    """Pickles as a stand-in does: the number of an object of the judge's."""
-
-    def __init__(self, number):
-        self.number = number
-
-    def __reduce_ex__(self, protocol):
-        return held, (self.number,)
-
-
-def test_pickled_bytes_read_back_only_as_a_stand_in_the_process_holds():
-    held = object()
-    hold({7: held})
-    try:
-        assert pickle.loads(pickle.dumps(_Named(7))) is held
-        for forged in (8, "7", 7.0):  # a number made by hand, or not a number at all
-            with pytest.raises(pickle.UnpicklingError, match="reads back only in the process that pickled it"):
-                pickle.loads(pickle.dumps(_Named(forged)))
-    finally:
-        hold({})
