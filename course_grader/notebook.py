@@ -134,7 +134,10 @@ class Shell:
     """What Jupyter's builtin ``get_ipython()`` gives, for the magics a cell runs through it
     (``get_ipython().run_line_magic("matplotlib", "inline")``) as :func:`without_magics` runs
     them written with ``%``: a line magic is ``pass`` but ``time``, which runs its statement; a
-    cell magic that only measures runs its body; any other fails, naming it."""
+    cell magic that only measures runs its body; any other fails, naming it. Its ``user_ns`` is
+    the cells' namespace, as IPython's is (``get_ipython().user_ns["Num"]``)."""
+
+    user_ns = user_global_ns = NAMESPACE
 
     def run_line_magic(self, name: str, line: str, *args: Any, **kwargs: Any) -> None:
         if name == "time" and line.strip():
