@@ -87,3 +87,15 @@ def attribute(target: Any, name: str) -> Any:
     if name.startswith(HIDDEN_ATTRIBUTES) and name not in NAMES:
         raise AttributeError(f"{name}: the test's objects show only their data, not Python's internals")
     return getattr(target, name)
+
+
+def settable(target: Any, name: str) -> None:
+    """Raise AttributeError as Python would for ``target.name = ...``, without setting it: an
+    object with neither a ``__dict__`` nor a slot or property of that name (course_lib's ``Value``
+    and ``Tensor`` have slots) takes no new attribute in Jupyter, so marking a test's node
+    (``node._seen = True``) fails there and must fail graded too."""
+    found = next((vars(k)[name] for k in type(target).__mro__ if name in vars(k)), None)
+    if isinstance(found, property) and found.fset is None:
+        raise AttributeError(f"property {name!r} of {type(target).__name__!r} object has no setter")
+    if not hasattr(type(found), "__set__") and not hasattr(target, "__dict__"):
+        raise AttributeError(f"{type(target).__name__!r} object has no attribute {name!r}")

@@ -19,6 +19,14 @@ from course_grader.protocol import ABILITIES, MADE, MAX_DEPTH, MAX_ELEMENTS, MAX
 MAX_KEPT_BYTES = 64 * 1024**2  # of the arrays a side keeps while it serves a call (Codec.kept)
 
 ARRAY_DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_, "c16": np.complex128}
+# A NumPy scalar crosses as the type it is (its dtype's character code): a float32 or long double
+# is no Python float in Jupyter, where ``isinstance(accuracy(...), float)`` fails (graded, as a
+# float64, it passed: ps08, test_hostile_sixth_ps03_ps06_ps08.py).
+SCALAR_TYPES = (
+    {np.dtype(t).char: t for t in (np.bool_, np.float16, np.float32, np.float64, np.longdouble)}
+    | {np.dtype(t).char: t for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+    | {np.dtype(t).char: t for t in (np.complex64, np.complex128, np.clongdouble)}
+)
 NUMBER_CODES = "bBhHiIlLqQfd"  # the typecodes of the array module's arrays of numbers
 
 
@@ -107,7 +115,7 @@ class Codec:
         if kind is float:
             return value if value == value and abs(value) != float("inf") else {"$f": repr(value)}
         if isinstance(value, np.generic) and value.dtype.kind in "biufc":
-            code = {"b": "b1", "i": "i8", "u": "i8", "f": "f8", "c": "c16"}[value.dtype.kind]
+            code = value.dtype.char if value.dtype.char in SCALAR_TYPES else "?lLdD"["biufc".index(value.dtype.kind)]
             # Python's own number (a long double's item() is itself: it was sent over and over)
             item = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[value.dtype.kind](value)
             return {"$ns": [code, self.encode(item, depth + 1)]}
@@ -247,9 +255,13 @@ class Codec:
             return array
         if tag == "$ns":  # a NumPy scalar (it has .shape, .ndim, .item() as the student's had)
             code, item = checked_list(body)
-            if code not in ARRAY_DTYPES or type(item) not in (bool, int, float, dict):
+            if code not in SCALAR_TYPES or type(item) not in (bool, int, float, dict):
                 raise ProtocolError("a malformed NumPy scalar")
-            return ARRAY_DTYPES[code](self.decode(item, depth + 1))
+            number = self.decode(item, depth + 1)
+            try:
+                return SCALAR_TYPES[code](number)
+            except (OverflowError, TypeError, ValueError):  # out of its type's range: made by hand
+                raise ProtocolError("a malformed NumPy scalar") from None
         if tag == "$fn" and self.own_tag == "$h":  # a function of the notebook's set-up cells
             return self.setup_function(checked_str(body))
         if tag == "$T" and self.own_tag == "$h":  # a Tensor the judge sends by value

@@ -84,7 +84,8 @@ class Trusted:
     """One of the judge's objects: a function the test hands over, a graph it built, a class of
     a reference solution. Every operation is a request to the judge, which answers with plain
     data or another handle; the judge's objects are read-only here. Attributes the student's
-    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's;
+    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's
+    (where Python would set them there: a slotted ``Value`` takes no new attribute in Jupyter);
     but an object the student's code made (:data:`MADE`: one of a reference's class, or a copy)
     is its own in Jupyter, and what it sets there goes to the judge's object.
 
@@ -133,8 +134,11 @@ class Trusted:
     def __setattr__(self, name: str, value: Any) -> None:
         if object.__getattribute__(self, "_Trusted__made"):
             ask(self, "setattr", name=name, value=encode(value))
-        else:
-            object.__getattribute__(self, "_Trusted__own")[name] = value
+        else:  # here, as Python would take it there (a slotted Value takes no new attribute)
+            own = object.__getattribute__(self, "_Trusted__own")
+            if name not in own and not hasattr(type(getattr(self.__class__, name, None)), "__set__"):
+                ask(self, "settable", name=name)  # a property their cells gave the class: theirs
+            own[name] = value
 
     def __delattr__(self, name: str) -> None:
         if object.__getattribute__(self, "_Trusted__own").pop(name, MISSING) is MISSING:

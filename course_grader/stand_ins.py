@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from course_grader.endpoint import Endpoint
-from course_grader.introspection import A_HIDDEN_FUNCTION, attribute, by_their_names, named_in_hidden_test
+from course_grader.introspection import A_HIDDEN_FUNCTION, attribute, by_their_names, named_in_hidden_test, settable
 from course_grader.plain_data import Codec, described
 from course_grader.protocol import (
     BINARY,
@@ -458,6 +458,8 @@ def _serve(message: dict) -> Any:
         return _made(copied) if copied is not target else copied
     if op == "setattr" and codec.made.get(id(target)) is target and not str(message.get("name")).startswith("__"):
         return setattr(target, str(message["name"]), codec.decode(message.get("value")))  # their own object's
+    if op == "settable":  # the test's objects: set on the student's side, where Python would let them
+        return settable(target, str(message.get("name")))
     if op == "binop" and message.get("name") in BINARY + COMPARISONS:
         function = getattr(operator, str(message["name"]))
         other = codec.decode(message.get("other"))
