@@ -78,6 +78,7 @@ from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
 COPYING: list = [None, {}]  # the judge's deepcopy under way (its number) and its memo here
+SETTABLE: set[tuple[str, str]] = set()  # (class, attribute) the judge said its objects take: asked once
 
 
 class Trusted:
@@ -136,8 +137,15 @@ class Trusted:
             ask(self, "setattr", name=name, value=encode(value))
         else:  # here, as Python would take it there (a slotted Value takes no new attribute)
             own = object.__getattribute__(self, "_Trusted__own")
-            if name not in own and not hasattr(type(getattr(self.__class__, name, None)), "__set__"):
+            known = (object.__getattribute__(self, "_Trusted__like"), name)
+            if (
+                name not in own
+                and known not in SETTABLE
+                and not hasattr(type(getattr(self.__class__, name, None)), "__set__")
+            ):
                 ask(self, "settable", name=name)  # a property their cells gave the class: theirs
+                if known[0]:
+                    SETTABLE.add(known)  # every node of a graph marked: one question, not one a node
             own[name] = value
 
     def __delattr__(self, name: str) -> None:
