@@ -99,3 +99,13 @@ def settable(target: Any, name: str) -> None:
         raise AttributeError(f"property {name!r} of {type(target).__name__!r} object has no setter")
     if not hasattr(type(found), "__set__") and not hasattr(target, "__dict__"):
         raise AttributeError(f"{type(target).__name__!r} object has no attribute {name!r}")
+
+
+def instance_names(target: Any) -> list[str]:
+    """The names of ``vars(target)`` (the runner's :class:`course_grader.instance_dict.InstanceDict`),
+    for an object of data with an instance ``__dict__`` (a notebook ``Node``); TypeError, as
+    ``vars()`` raises, without one. Functions, classes and modules show none: their names are the
+    test's text and lead into the judge."""
+    if not hasattr(target, "__dict__") or callable(target) or isinstance(target, types.ModuleType):
+        raise TypeError("vars() argument must have __dict__ attribute")
+    return [name for name in vars(target) if type(name) is str and not name.startswith(HIDDEN_ATTRIBUTES)]

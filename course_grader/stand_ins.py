@@ -17,6 +17,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from course_grader import introspection
 from course_grader.endpoint import Endpoint
 from course_grader.introspection import A_HIDDEN_FUNCTION, attribute, by_their_names, named_in_hidden_test, settable
 from course_grader.plain_data import Codec, described
@@ -460,6 +461,8 @@ def _serve(message: dict) -> Any:
         return setattr(target, str(message["name"]), codec.decode(message.get("value")))  # their own object's
     if op == "settable":  # the test's objects: set on the student's side, where Python would let them
         return settable(target, str(message.get("name")))
+    if op == "vars":  # the names of its instance attributes, for vars(node) on the student's side
+        return introspection.instance_names(target)
     if op == "binop" and message.get("name") in BINARY + COMPARISONS:
         function = getattr(operator, str(message["name"]))
         other = codec.decode(message.get("other"))
