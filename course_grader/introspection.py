@@ -102,7 +102,7 @@ def settable(target: Any, name: str) -> None:
 
 
 def instance_names(target: Any) -> list[str]:
-    """The names of ``vars(target)`` (the runner's :class:`course_grader.instance_dict.InstanceDict`),
+    """The names of ``vars(target)`` (the runner's :class:`course_grader.instance_attributes.InstanceDict`),
     for an object of data with an instance ``__dict__`` (a notebook ``Node``); TypeError, as
     ``vars()`` raises, without one. Functions, classes and modules show none: their names are the
     test's text and lead into the judge."""

@@ -1,19 +1,20 @@
 """The student's side of grading: runs inside the sandbox, one fresh process per graded part.
 
-It reads its job, the notebook's set-up cells and the student's cells, as the first message on its request channel,
-runs them in order (each with a time limit, its output discarded, what happened reported as an event:
-:mod:`course_grader.notebook`), then answers the judge's requests on the objects the cells made: call this function,
-read that attribute, turn this into an array. It never sees a test, an expected value, a reference solution or a
-verdict, so there is nothing here for answer code to read or change that would alter its grade: the judge decides
-(:mod:`course_grader.judge`), from plain data (:mod:`course_grader.plain_data`).
+It reads its job, the notebook's set-up cells and the student's cells, as the first message
+on its request channel, runs them in order (each with a time limit, its output discarded,
+what happened reported as an event: :mod:`course_grader.notebook`), then answers the judge's
+requests on the objects the cells made: call this function, read that attribute, turn this
+into an array. It never sees a test, an expected value, a reference solution or a verdict, so
+there is nothing here for answer code to read or change that would alter its grade: the judge
+decides (:mod:`course_grader.judge`), from plain data (:mod:`course_grader.plain_data`).
 
 Before the first cell it forbids starting programs (:mod:`course_grader.no_programs`): with
-``--must-forbid-programs`` (the sandbox's), a machine that cannot ends the runner before any cell runs; without it
-(no sandbox), the runner goes on where it cannot.
+``--must-forbid-programs`` (the sandbox's), a machine that cannot ends the runner before any cell
+runs; without it (no sandbox), the runner goes on where it cannot.
 
-Run as ``python -I runner.py REQUEST_FD REPLY_FD [--must-forbid-programs]``, or forked for one part by the hand-in's
-warm runner (``runner.py --zygote SOCKET_FD ...``, :mod:`course_grader.zygote`), after which it goes on the same
-way; uses the standard library, NumPy and whatever the cells import.
+Run as ``python -I runner.py REQUEST_FD REPLY_FD [--must-forbid-programs]``, or forked for one
+part by the hand-in's warm runner (``runner.py --zygote SOCKET_FD ...``, :mod:`course_grader.zygote`),
+after which it goes on the same way; uses the standard library, NumPy and whatever the cells import.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _GRADER = importlib.machinery.ModuleSpec("course_grader", None, is_package=True)
 _GRADER.submodule_search_locations = [os.path.dirname(os.path.abspath(__file__))]
 sys.modules.setdefault("course_grader", importlib.util.module_from_spec(_GRADER))
 from course_grader.endpoint import Endpoint, InPlace  # noqa: E402
-from course_grader.instance_dict import InstanceDict  # noqa: E402
+from course_grader.instance_attributes import instance_dict, keep  # noqa: E402
 from course_grader.kept_reads import KeptReads  # noqa: E402
 from course_grader.no_programs import MUST_FORBID, ProgramsNotForbidden, forbid_programs  # noqa: E402
 from course_grader.notebook import (  # noqa: E402
@@ -78,20 +79,22 @@ from course_grader.zygote import ZYGOTE, serve_forks  # noqa: E402
 
 THEIR_CLASSES = ("__main__", "course_lib")  # modules of the classes the student's cells may add to
 COPYING: list = [None, {}]  # the judge's deepcopy under way (its number) and its memo here
-SETTABLE: set[tuple[str, str]] = set()  # (class, attribute) the judge said its objects take: asked once
 
 
 class Trusted:
-    """One of the judge's objects: a function the test hands over, a graph it built, a class of a reference solution.
-    Every operation is a request to the judge, which answers with plain data or another handle; the judge's objects are
-    read-only here. Attributes the student's code sets on it (``node._seen = True``) live here, on this stand-in, and
-    shadow the judge's (where Python would set them there: a slotted ``Value`` takes no new attribute in Jupyter;
-    ``vars(node)`` shows both); but an object the student's code made (:data:`MADE`: one of a reference's class, or a
-    copy) is its own in Jupyter, and what it sets there goes to the judge's object.
+    """One of the judge's objects: a function the test hands over, a graph it built, a class of
+    a reference solution. Every operation is a request to the judge, which answers with plain
+    data or another handle; the judge's objects are read-only here. Attributes the student's
+    code sets on it (``node._seen = True``) live here, on this stand-in, and shadow the judge's
+    (where Python would set them there: a slotted ``Value`` takes no new attribute in Jupyter;
+    ``vars(node)`` shows both: :mod:`course_grader.instance_attributes`);
+    but an object the student's code made (:data:`MADE`: one of a reference's class, or a copy)
+    is its own in Jupyter, and what it sets there goes to the judge's object.
 
-    Each stand-in is of a subclass (:func:`stand_in`) with the protocol methods its object's class has (``__call__``,
-    ``__len__`` ...: :data:`ABILITIES`) and no others. A callable one, as a class attribute, binds like a function, so
-    a reference method that the judge sets on the student's class works as ``x * y``."""
+    Each stand-in is of a subclass (:func:`stand_in`) with the protocol methods its object's
+    class has (``__call__``, ``__len__`` ...: :data:`ABILITIES`) and no others. A callable one,
+    as a class attribute, binds like a function, so a reference method that the judge sets on
+    the student's class works as ``x * y``."""
 
     __slots__ = (
         "_Trusted__number",
@@ -111,7 +114,7 @@ class Trusted:
         if name in own:
             return own[name]
         if name == "__dict__":  # vars(node): the judge's object's attributes and those set here
-            return InstanceDict(self, ask(self, "vars"), own)
+            return instance_dict(self, lambda: ask(self, "vars"), own)
         if name.startswith("__") and name not in NAMES:  # Python's probes (__array_struct__ ...): the judge shows none
             raise AttributeError(name)
         try:
@@ -136,17 +139,11 @@ class Trusted:
         if object.__getattribute__(self, "_Trusted__made"):
             ask(self, "setattr", name=name, value=encode(value))
         else:  # here, as Python would take it there (a slotted Value takes no new attribute)
-            own = object.__getattribute__(self, "_Trusted__own")
-            known = (object.__getattribute__(self, "_Trusted__like"), name)
-            if (
-                name not in own
-                and known not in SETTABLE
-                and not hasattr(type(getattr(self.__class__, name, None)), "__set__")
-            ):
-                ask(self, "settable", name=name)  # a property their cells gave the class: theirs
-                if known[0]:
-                    SETTABLE.add(known)  # every node of a graph marked: one question, not one a node
-            own[name] = value
+            own, like = object.__getattribute__(self, "_Trusted__own"), object.__getattribute__(self, "_Trusted__like")
+            if hasattr(type(getattr(self.__class__, name, None)), "__set__"):  # a property their cells gave the class
+                own[name] = value
+            else:
+                keep(own, like, name, value, lambda: ask(self, "settable", name=name))
 
     def __delattr__(self, name: str) -> None:
         if object.__getattribute__(self, "_Trusted__own").pop(name, MISSING) is MISSING:
@@ -154,9 +151,9 @@ class Trusted:
 
     @property  # type: ignore[misc]  # isinstance() consults __class__
     def __class__(self) -> type:
-        """The set-up cells' class (or course_lib's) the judge's object is an instance of, so that ``isinstance(node,
-        Node)`` answers as in Jupyter (``type()`` still says Trusted); an object of a reference's class is of its class
-        here (:mod:`course_grader.reference_classes`)."""
+        """The set-up cells' class (or course_lib's) the judge's object is an instance of, so
+        that ``isinstance(node, Node)`` answers as in Jupyter (``type()`` still says Trusted); an
+        object of a reference's class is of its class here (:mod:`course_grader.reference_classes`)."""
         if isinstance(type(self), StandsFor):
             return type(self)
         return notebook_class(object.__getattribute__(self, "_Trusted__like")) or Trusted
@@ -282,12 +279,13 @@ for _name in UNARY:
     setattr(Trusted, f"__{_name}__", _or_theirs(f"__{_name}__", lambda self, _n=_name: ask(self, "unary", name=_n)))
 
 
-# One request at a time: threads of the student's (a pool mapping f_grad over points) take turns, where each would
-# otherwise read the other's reply. Re-entrant: a request served meanwhile asks too.
+# One request at a time: threads of the student's (a pool mapping f_grad over points) take turns,
+# where each would otherwise read the other's reply. Re-entrant: a request served meanwhile asks too.
 TALKING = threading.RLock()
 
 
-# Attribute reads of the judge's objects, answered again with no request until the judge may have run (main() says).
+# Attribute reads of the judge's objects, answered again without a request until the judge may
+# have run (main() tells it when the part forks).
 KEPT = KeptReads()
 
 

@@ -64,7 +64,7 @@ RUNNER_MODULES = (
     "plain_data.py",
     "endpoint.py",
     "kept_reads.py",
-    "instance_dict.py",
+    "instance_attributes.py",
     "magics.py",
     "reference_classes.py",
     "pickled_stand_ins.py",

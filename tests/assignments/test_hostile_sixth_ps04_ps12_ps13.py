@@ -33,7 +33,7 @@ Found: the instance ``__dict__`` of a test's object. ps04's ``is_topological`` k
 ``vars(node)`` (``vars(node).get(...)``, ``vars(node)["_mark"] = ...``) scored 0/2 graded ("vars()
 argument must have __dict__ attribute"), 2/2 in Jupyter, where the hidden test's nodes are the
 notebook's ``Node``, which has one. A stand-in's ``__dict__`` is now a mapping
-(``course_grader/instance_dict.py``) over the judge's object's instance attributes (their names
+(``course_grader/instance_attributes.py``) over the judge's object's instance attributes (their names
 asked of the judge once, ``introspection.instance_names``; refused for an object without a
 ``__dict__``, a function, a class or a module) and those set on the student's side, read and
 written through the stand-in as ``node.name`` is; 2/2. A ps03 ``topological_order`` doing the same

@@ -1,4 +1,10 @@
-"""``vars(node)`` of one of the test's objects, on the student's side (runner.py's ``Trusted``).
+"""The instance attributes of one of the test's objects, on the student's side (runner.py's ``Trusted``):
+what the student's code may set on it, and ``vars(node)``.
+
+An attribute set on a test's object lives on its stand-in, where Python would let the judge's
+object take it (:func:`keep`): a slotted course_lib ``Value`` takes no new attribute in Jupyter, so
+marking a hidden test's node there must fail graded too (ps03, ``node._visited_by = order``: 2/2
+graded, 0/2 in Jupyter, before). The judge says so once per class and attribute.
 
 In Jupyter the hidden test's nodes of a notebook class have an instance ``__dict__``, and an answer
 may keep its marks there (``vars(node).get("_mark")``, ``vars(node)["_mark"] = k``: ps04's
@@ -11,8 +17,20 @@ set on the stand-in; values are read and written through the stand-in, as ``node
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
+
+SETTABLE: set[tuple[str, str]] = set()  # (class, attribute) the judge said its objects take: asked once
+
+
+def keep(own: dict[str, Any], like: str, name: str, value: Any, settable: Callable[[], Any]) -> None:
+    """``own[name] = value``, once ``settable()`` (a question to the judge) did not raise, where
+    the stand-in's class (named ``like``) has no descriptor of that name of the student's."""
+    if name not in own and (like, name) not in SETTABLE:
+        settable()
+        if like:
+            SETTABLE.add((like, name))  # every node of a graph marked: one question, not one a node
+    own[name] = value
 
 
 class InstanceDict(MutableMapping):
@@ -45,3 +63,14 @@ class InstanceDict(MutableMapping):
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+
+def instance_dict(stand_in: Any, names: Callable[[], Any], own: dict[str, Any]) -> InstanceDict:
+    """``stand_in.__dict__``: its attributes' ``names()`` (a question to the judge). Where the
+    judge's object shows none (no ``__dict__``, or a function's: the hidden test's text) there is
+    no such attribute, so ``functools.wraps`` of a test's function goes on without it as before,
+    and ``vars()`` raises TypeError as Python does."""
+    try:
+        return InstanceDict(stand_in, names(), own)
+    except TypeError:
+        raise AttributeError("__dict__") from None
