@@ -3,10 +3,10 @@ what the student's code may set on it, and ``vars(node)``.
 
 An attribute set on a test's object lives on its stand-in, where Python would let the judge's
 object take it (:func:`keep`): a slotted course_lib ``Value`` takes no new attribute in Jupyter, so
-marking a hidden test's node there must fail graded too (ps03, ``node._visited_by = order``: 2/2
+marking a node a test made there must fail graded too (ps03, ``node._visited_by = order``: 2/2
 graded, 0/2 in Jupyter, before). The judge says so once per class and attribute.
 
-In Jupyter the hidden test's nodes of a notebook class have an instance ``__dict__``, and an answer
+In Jupyter the test's nodes of a notebook class have an instance ``__dict__``, and an answer
 may keep its marks there (``vars(node).get("_mark")``, ``vars(node)["_mark"] = k``: ps04's
 ``is_topological`` scored 0/2 graded, 2/2 in Jupyter). A stand-in has slots and no ``__dict__``:
 this mapping stands for it. It holds the names of the judge's object's instance attributes (asked
@@ -67,7 +67,7 @@ class InstanceDict(MutableMapping):
 
 def instance_dict(stand_in: Any, names: Callable[[], Any], own: dict[str, Any]) -> InstanceDict:
     """``stand_in.__dict__``: its attributes' ``names()`` (a question to the judge). Where the
-    judge's object shows none (no ``__dict__``, or a function's: the hidden test's text) there is
+    judge's object shows none (no ``__dict__``, or a function's: the test's own text) there is
     no such attribute, so ``functools.wraps`` of a test's function goes on without it as before,
     and ``vars()`` raises TypeError as Python does."""
     try:
